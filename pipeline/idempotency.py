@@ -1,0 +1,57 @@
+"""Idempotency keys: a repeated key returns the first result and writes nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, TypeVar
+
+from sqlalchemy.orm import Session
+
+from pipeline.decisions import content_hash
+from pipeline.errors import ConflictError, IdempotencyConflict
+from pipeline.models import IdempotencyRow
+from pipeline.store import Store
+from schemas.commands import Command
+
+
+class Result(Protocol):
+    def to_json(self) -> dict[str, Any]: ...
+
+
+R = TypeVar("R", bound=Result)
+
+
+def once(
+    store: Store,
+    session: Session,
+    command: Command,
+    apply: Callable[[], R | ConflictError],
+    load: Callable[[Mapping[str, Any]], R],
+) -> R | ConflictError:
+    """Run `apply` unless the command's key was used before. The key is locked for the whole
+    transaction, so two processes sending the same key at once cannot both apply it."""
+    key = command.idempotency_key
+    if key is None:
+        return apply()
+    store.lock(session, "idempotency", command.tenant_id, key)
+    digest = content_hash(command.model_dump(mode="json", exclude={"idempotency_key"}))
+    seen = session.get(IdempotencyRow, (command.tenant_id, key))
+    if seen is not None:
+        if seen.command_hash != digest:
+            raise IdempotencyConflict(
+                f"idempotency key {key!r} was already used for a different command", key=key
+            )
+        return load(seen.result)
+    outcome = apply()
+    if not isinstance(outcome, ConflictError):
+        session.add(
+            IdempotencyRow(
+                tenant_id=command.tenant_id,
+                key=key,
+                subject=getattr(command, "subject", None),
+                command_hash=digest,
+                result=outcome.to_json(),
+                created_at=store.clock(),
+            )
+        )
+    return outcome

@@ -1,0 +1,260 @@
+"""The write path: validate a fact against the catalogue, judge it, store it, log the decision."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import insert
+from sqlalchemy.orm import Session
+
+from pipeline import decisions, idempotency
+from pipeline.decisions import Decision
+from pipeline.errors import (
+    ConflictError,
+    FactConflict,
+    InvalidInput,
+    TrustRejected,
+    VersionConflict,
+)
+from pipeline.intervals import Interval, Verdict, holding_at, judge
+from pipeline.models import ClaimRow, FactRow
+from pipeline.projection import (
+    Change,
+    SlotKey,
+    as_claim,
+    current_fact,
+    load_claims,
+    load_current,
+    new_version,
+    reproject,
+    row_values,
+    stored_intervals,
+    to_fact,
+)
+from pipeline.store import Store
+from pipeline.validation import parse
+from schemas.commands import PutFact
+from schemas.facts import ClaimRecord, Fact, FactStatus, Trust
+from schemas.fields import canonical_json
+
+
+@dataclass(frozen=True)
+class PutResult:
+    """The fact that now holds the written value at its valid_from. `written` is False when the
+    ledger already said so (a restatement or a repeated idempotency key)."""
+
+    fact: Fact
+    written: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"fact": self.fact.model_dump(mode="json"), "written": self.written}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PutResult:
+        return cls(Fact.model_validate(data["fact"]), written=False)
+
+
+def put(store: Store, command: PutFact | Mapping[str, Any]) -> PutResult:
+    """Write one fact. Raises InvalidInput, FactConflict, TrustRejected or VersionConflict."""
+    command = parse(PutFact, command)
+    claim_id = str(uuid.uuid4())
+
+    def work(session: Session) -> PutResult | ConflictError:
+        def apply() -> PutResult | ConflictError:
+            claim = resolve(store, command, claim_id=claim_id, now=store.clock())
+            return apply_claim(store, session, claim, command=command)
+
+        return idempotency.once(store, session, command, apply, PutResult.from_json)
+
+    outcome = store.run(work)
+    if isinstance(outcome, ConflictError):
+        raise outcome
+    return outcome
+
+
+def resolve(store: Store, command: PutFact, *, claim_id: str, now: datetime) -> ClaimRecord:
+    """Check the command against the catalogue and settle every derived field."""
+    catalog = store.catalog
+    spec = catalog.attributes.get(command.attribute)
+    if spec is None:
+        raise InvalidInput(
+            "attribute",
+            f"{command.attribute!r} is not in catalogue {catalog.version}; declare it there first",
+        )
+    if command.cardinality is not None and command.cardinality is not spec.cardinality:
+        raise InvalidInput(
+            "cardinality",
+            f"{command.attribute!r} is declared {spec.cardinality.value} in the catalogue",
+        )
+    try:
+        value = spec.normalise(command.value)
+    except ValueError as exc:
+        raise InvalidInput("value", f"{exc} ({command.attribute} is a {spec.type})") from None
+    text = canonical_json(value)
+    size = len(text.encode("utf-8"))
+    limit = store.settings.max_value_bytes
+    if size > limit:
+        raise InvalidInput("value", f"is {size} bytes; the limit is {limit} (SGAM_MAX_VALUE_BYTES)")
+    expires_at = now + catalog.retention(command.attribute)
+    if command.expires_at is not None:
+        if command.expires_at > expires_at:
+            raise InvalidInput(
+                "expires_at",
+                f"may only shorten the retention of kind {spec.kind} "
+                f"(latest allowed: {expires_at.isoformat()})",
+            )
+        expires_at = command.expires_at
+    return ClaimRecord(
+        claim_id=claim_id,
+        tenant_id=command.tenant_id,
+        agent_id=command.agent_id,
+        purpose=command.purpose,
+        subject=command.subject,
+        attribute=command.attribute,
+        cardinality=spec.cardinality,
+        value=value,
+        value_hash=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        kind=spec.kind,
+        schema_version=catalog.version,
+        valid_from=command.valid_from,
+        valid_to=command.valid_to,
+        source_episode_id=command.source_episode_id,
+        evidence=command.evidence,
+        confidence=command.confidence,
+        trust=command.trust,
+        recorded_at=now,
+        expires_at=expires_at,
+    )
+
+
+def apply_claim(
+    store: Store, session: Session, claim: ClaimRecord, *, command: PutFact | None
+) -> PutResult | ConflictError:
+    """Judge and store one resolved claim. `command` is None during replay: nothing is judged
+    or logged then, because the log already holds the original decision."""
+    key = SlotKey(claim.tenant_id, claim.agent_id, claim.purpose, claim.subject,
+                  claim.attribute, claim.slot)
+    store.lock(session, "subject", claim.tenant_id, claim.subject, shared=True)
+    store.lock(session, *key.lock_name())
+    log = _Log(session, claim, command)
+
+    if claim.trust is Trust.UNTRUSTED:
+        fact = _quarantine(session, claim)
+        log.event(Decision.QUARANTINE, [claim.claim_id], "untrusted source: hidden until promoted")
+        return PutResult(fact, written=True)
+
+    if command is not None:
+        problem = _refusal(session, key, claim, command)
+        if problem is not None:
+            rejected = isinstance(problem, TrustRejected)
+            log.event(Decision.REJECT if rejected else Decision.CONFLICT, [], str(problem))
+            return problem
+
+    session.execute(insert(ClaimRow).values(**claim_columns(claim)))
+    changes = reproject(session, key, claim.recorded_at)
+    written = next((change for change in changes if change.fact_id == claim.claim_id), None)
+    if written is None:
+        holder = holding_at(stored_intervals(load_current(session, key)), claim.valid_from)
+        assert holder is not None, "an accepted claim always holds at its valid_from"
+        log.event(Decision.RESTATE, [holder.fact_id],
+                  "the ledger already holds this value; the claim is kept as provenance")
+        row = current_fact(session, holder.fact_id)
+        assert row is not None
+        return PutResult(to_fact(row_values(row)), written=False)
+    log.event(Decision.WRITE, [claim.claim_id])
+    for change in changes:
+        if change is not written:
+            log.derived(Decision.SUPERSEDE, change, claim.claim_id)
+    return PutResult(to_fact(written.after), written=True)
+
+
+def _refusal(
+    session: Session, key: SlotKey, claim: ClaimRecord, command: PutFact
+) -> ConflictError | None:
+    """Why the claim may not be written, or None. Decided before anything is changed."""
+    if command.expected_version is not None:
+        current = load_current(session, key)
+        holder: Interval | None = holding_at(stored_intervals(current), claim.valid_from)
+        actual = current[holder.fact_id].version if holder else 0
+        if actual != command.expected_version:
+            return VersionConflict(
+                f"expected_version {command.expected_version}, but the fact holding at "
+                f"{claim.valid_from.isoformat()} is at version {actual}",
+                expected=command.expected_version,
+                actual=actual,
+            )
+    rows = {row.claim_id: row for row in load_claims(session, key)}
+    verdict, rival = judge((as_claim(row) for row in rows.values()), as_claim(claim))
+    if verdict is Verdict.ACCEPT or rival is None:
+        return None
+    existing = f"fact {rival.claim_id} (trust {rows[rival.claim_id].trust})"
+    start = claim.valid_from.isoformat()
+    if verdict is Verdict.CONFLICT:
+        return FactConflict(
+            f"{claim.attribute} already has a different value from {start} with equal trust "
+            f"in {existing}; confirm one of them with a higher trust level",
+            existing_fact_id=rival.claim_id,
+        )
+    return TrustRejected(
+        f"{claim.attribute} has a different value from {start} with higher trust in {existing}",
+        existing_fact_id=rival.claim_id,
+    )
+
+
+def _quarantine(session: Session, claim: ClaimRecord) -> Fact:
+    session.execute(insert(ClaimRow).values(**claim_columns(claim), quarantined=True))
+    row = new_version(claim, version=1, status=FactStatus.QUARANTINED, valid_to=claim.valid_to,
+                      supersedes=None, now=claim.recorded_at)
+    session.execute(insert(FactRow).values(**row))
+    return to_fact(row)
+
+
+def claim_columns(claim: ClaimRecord) -> dict[str, Any]:
+    return claim.model_dump() | {
+        "slot": claim.slot,
+        "cardinality": claim.cardinality.value,
+        "trust": claim.trust.value,
+    }
+
+
+class _Log:
+    """The decisions of one put. Its primary event carries the resolved claim for replay."""
+
+    def __init__(self, session: Session, claim: ClaimRecord, command: PutFact | None) -> None:
+        self.session = session
+        self.claim = claim
+        self.command = command
+
+    def event(self, decision: Decision, fact_ids: list[str], reason: str | None = None) -> None:
+        self._record(decision, fact_ids, reason, {"op": "put",
+                                                  "claim": self.claim.model_dump(mode="json")})
+
+    def derived(self, decision: Decision, change: Change, by: str) -> None:
+        if change.after["status"] == FactStatus.SUPERSEDED.value:
+            reason = f"lost its interval to fact {by}"
+        else:
+            before = change.before or {}
+            reason = f"valid_to moved from {before.get('valid_to')} to {change.after['valid_to']}"
+        self._record(decision, [change.fact_id], reason, None)
+
+    def _record(self, decision: Decision, fact_ids: list[str], reason: str | None,
+                command: dict[str, Any] | None) -> None:
+        if self.command is None:
+            return
+        decisions.record(
+            self.session,
+            decision,
+            occurred_at=self.claim.recorded_at,
+            actor=self.command.actor,
+            tenant_id=self.claim.tenant_id,
+            subject=self.claim.subject,
+            fact_ids=fact_ids,
+            command=command,
+            idempotency_key=self.command.idempotency_key,
+            reason=reason,
+        )

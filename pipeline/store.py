@@ -1,0 +1,183 @@
+"""The database handle: engine, migrations, transactions with bounded retries, and key locks.
+
+Postgres runs at READ COMMITTED and serialises writers of one key with transaction-scoped
+advisory locks; SQLite serialises every writer with BEGIN IMMEDIATE. Either way a write reads
+the key's rows only after it holds the lock, so concurrent writers behave as if sequential.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from importlib.resources import files
+from typing import Any, TypeVar
+
+import psycopg
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, create_engine, event, make_url, text
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session, sessionmaker
+from tenacity import (
+    RetryError,
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_random_exponential,
+)
+
+from pipeline.catalog import load_catalog
+from pipeline.errors import InvalidInput, StoreBusy
+from pipeline.settings import Settings
+from schemas.catalog import Catalog
+
+T = TypeVar("T")
+Clock = Callable[[], datetime]
+
+# SQLSTATEs after which the whole transaction may simply be run again.
+_TRANSIENT_SQLSTATES = {"40001", "40P01", "55P03"}
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def is_transient(error: BaseException) -> bool:
+    if not isinstance(error, DBAPIError):
+        return False
+    cause = error.orig
+    if isinstance(cause, psycopg.Error):
+        return cause.sqlstate in _TRANSIENT_SQLSTATES
+    if isinstance(cause, sqlite3.OperationalError):
+        return "locked" in str(cause) or "busy" in str(cause)
+    return False
+
+
+def _engine(url: str) -> Engine:
+    try:
+        parsed = make_url(url)
+    except Exception:  # sqlalchemy raises ArgumentError or ValueError depending on the flaw
+        raise InvalidInput("SGAM_DATABASE_URL", f"{url!r} is not a database URL") from None
+    if parsed.get_backend_name() == "sqlite":
+        engine = create_engine(url, connect_args={"timeout": 30})
+        event.listen(engine, "connect", _sqlite_connect)
+        event.listen(engine, "begin", _sqlite_begin)
+        return engine
+    if parsed.get_backend_name() == "postgresql":
+        return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
+    raise InvalidInput("SGAM_DATABASE_URL", "only sqlite:/// and postgresql+psycopg:// are supported")
+
+
+def _sqlite_connect(dbapi_connection: sqlite3.Connection, _record: object) -> None:
+    # Take transaction control away from the driver so that `begin` below is the only BEGIN.
+    dbapi_connection.isolation_level = None
+    dbapi_connection.execute("PRAGMA journal_mode=WAL")
+    dbapi_connection.execute("PRAGMA busy_timeout=30000")
+    dbapi_connection.execute("PRAGMA foreign_keys=ON")
+
+
+def _sqlite_begin(connection: Any) -> None:
+    # IMMEDIATE takes the write lock before the first read: a writer never decides on stale rows.
+    connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _alembic_config() -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(files("pipeline") / "migrations"))
+    return config
+
+
+class Store:
+    """One database and the catalogue that governs it. Build it once at the edge (CLI, worker,
+    test) and pass it to each stage."""
+
+    def __init__(
+        self, settings: Settings, clock: Clock = utc_now, catalog: Catalog | None = None
+    ) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.catalog = catalog if catalog is not None else load_catalog(settings.catalog_path)
+        self.engine = _engine(settings.database_url)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.engine.dialect.name == "postgresql"
+
+    # -- schema -------------------------------------------------------------------------------
+
+    def upgrade(self) -> None:
+        """Apply every migration not yet applied (`sgam db upgrade`)."""
+        config = _alembic_config()
+        with self.engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.upgrade(config, "head")
+
+    def is_current(self) -> bool:
+        head = ScriptDirectory.from_config(_alembic_config()).get_current_head()
+        with self.engine.connect() as connection:
+            return MigrationContext.configure(connection).get_current_revision() == head
+
+    def ensure_schema(self) -> None:
+        """SQLite migrates itself on first use; Postgres is migrated explicitly by an operator."""
+        if self.is_current():
+            return
+        if self.is_postgres:
+            raise InvalidInput(
+                "SGAM_DATABASE_URL", "the database schema is not current: run `sgam db upgrade`"
+            )
+        self.upgrade()
+
+    # -- transactions -------------------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[Session]:
+        with self._sessions() as session, session.begin():
+            if self.is_postgres:
+                session.execute(
+                    text(f"SET LOCAL lock_timeout = {int(self.settings.lock_timeout_ms)}")
+                )
+            yield session
+
+    def run(self, work: Callable[[Session], T]) -> T:
+        """Run `work` in one transaction, again from scratch after a transient failure."""
+        retrying = Retrying(
+            stop=stop_after_attempt(self.settings.write_retries),
+            wait=wait_random_exponential(multiplier=0.02, max=1.0),
+            retry=retry_if_exception(is_transient),
+        )
+        try:
+            for attempt in retrying:
+                with attempt, self.transaction() as session:
+                    return work(session)
+        except RetryError as exhausted:
+            raise StoreBusy(
+                f"gave up after {self.settings.write_retries} attempts: "
+                f"{exhausted.last_attempt.exception()}"
+            ) from exhausted
+        raise AssertionError("unreachable: tenacity either returns or raises")
+
+    def lock(self, session: Session, *parts: str, shared: bool = False) -> None:
+        """Hold a lock on a logical name until the transaction ends (Postgres only: SQLite
+        already holds its database-wide write lock)."""
+        if not self.is_postgres:
+            return
+        function = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
+        session.execute(
+            text(f"SELECT {function}(hashtextextended(:name, 0))"), {"name": "\x1f".join(parts)}
+        )
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def open_store(
+    settings: Settings | None = None, clock: Clock = utc_now, catalog: Catalog | None = None
+) -> Store:
+    store = Store(settings or Settings(), clock, catalog)
+    store.ensure_schema()
+    return store

@@ -1,0 +1,33 @@
+"""Turn raw input into validated commands, with errors that name the field."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from pipeline.errors import InvalidInput
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def parse(model: type[M], data: M | Mapping[str, Any]) -> M:
+    """`data` as a `model`, or InvalidInput naming the first bad field."""
+    if isinstance(data, model):
+        return data
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise invalid(exc) from None
+
+
+def invalid(exc: ValidationError) -> InvalidInput:
+    error = exc.errors()[0]
+    field = ".".join(str(part) for part in error["loc"]) or exc.title
+    message = error["msg"].removeprefix("Value error, ")
+    if error["type"] == "missing":
+        message = "is required"
+    elif error["type"] == "extra_forbidden":
+        message = "is not a known field"
+    return InvalidInput(field, message)

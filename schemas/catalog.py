@@ -1,0 +1,197 @@
+"""The memory-schema catalogue: which attributes may be remembered, how, and for how long."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from datetime import date, datetime, timedelta
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from schemas.facts import Cardinality
+from schemas.fields import to_utc
+
+_NAME = r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$"
+
+
+def _iso_duration(value: object) -> object:
+    # pydantic parses ISO 8601 durations (a year is 365 days, a month 30); refuse its other forms.
+    if isinstance(value, str) and not value.startswith("P"):
+        raise ValueError(f"{value!r} is not an ISO 8601 duration such as P30D or PT12H")
+    return value
+
+
+Duration = Annotated[timedelta, BeforeValidator(_iso_duration)]
+
+
+class ValueType(StrEnum):
+    STRING = "string"
+    DATE = "date"
+    DATETIME = "datetime"
+    NUMBER = "number"
+    BOOLEAN = "boolean"
+    ENUM = "enum"
+    JSON = "json"
+
+
+class Sensitivity(StrEnum):
+    PUBLIC = "public"
+    INTERNAL = "internal"
+    PERSONAL = "personal"
+    SENSITIVE = "sensitive"
+
+
+class Recurrence(BaseModel):
+    """Promote a weak signal once it was seen `times` times within `window`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    times: int = Field(ge=2)
+    window: Duration
+
+
+Promotion = Literal["immediate", "confirm"] | Recurrence
+
+
+class KindSpec(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    retention: Duration
+    description: str = ""
+
+
+class AttributeSpec(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    type: ValueType
+    cardinality: Cardinality = Cardinality.ONE
+    kind: str = "fact"
+    retention: Duration | None = None
+    promotion: Promotion = "immediate"
+    sensitivity: Sensitivity = Sensitivity.INTERNAL
+    synonyms: list[str] = Field(default_factory=list)
+    description: str = ""
+    values: list[str] | None = Field(default=None, description="the allowed values of an enum")
+
+    @model_validator(mode="after")
+    def _enum_has_values(self) -> AttributeSpec:
+        if self.type is ValueType.ENUM and not self.values:
+            raise ValueError("an enum attribute needs a non-empty 'values' list")
+        if self.type is not ValueType.ENUM and self.values is not None:
+            raise ValueError("'values' is only allowed on enum attributes")
+        return self
+
+    def normalise(self, value: Any) -> Any:
+        """The stored form of `value`, or ValueError saying why it does not fit the type."""
+        return _NORMALISERS[self.type](self, value)
+
+
+class Catalog(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: str = Field(min_length=1, max_length=64)
+    kinds: dict[str, KindSpec]
+    attributes: dict[str, AttributeSpec]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Catalog:
+        for name, spec in self.attributes.items():
+            if not re.match(_NAME, name):
+                raise ValueError(f"attribute name {name!r} must match {_NAME}")
+            if spec.kind not in self.kinds:
+                raise ValueError(f"attribute {name!r} has unknown kind {spec.kind!r}")
+        return self
+
+    def retention(self, attribute: str) -> timedelta:
+        spec = self.attributes[attribute]
+        return spec.retention if spec.retention is not None else self.kinds[spec.kind].retention
+
+    def synonyms(self, attribute: str) -> list[str]:
+        spec = self.attributes.get(attribute)
+        return [attribute.replace("_", " "), *(spec.synonyms if spec else [])]
+
+
+def _string(_spec: AttributeSpec, value: Any) -> Any:
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def _date(_spec: AttributeSpec, value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.date().isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, str):
+        try:
+            return date.fromisoformat(value.strip()).isoformat()
+        except ValueError:
+            pass
+    raise ValueError(f"{value!r} is not a date (YYYY-MM-DD)")
+
+
+def _datetime(_spec: AttributeSpec, value: Any) -> Any:
+    moment = to_utc(value)
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def _number(_spec: AttributeSpec, value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("expected a number, got a boolean")
+    if isinstance(value, str):
+        try:
+            value = int(value.strip())
+        except ValueError:
+            try:
+                value = float(value.strip())
+            except ValueError:
+                raise ValueError(f"{value!r} is not a number") from None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return int(value) if value.is_integer() and abs(value) < 2**53 else value
+    raise ValueError(f"{value!r} is not a finite number")
+
+
+_TRUE = {"true", "yes", "1", "on"}
+_FALSE = {"false", "no", "0", "off"}
+
+
+def _boolean(_spec: AttributeSpec, value: Any) -> Any:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    raise ValueError(f"{value!r} is not a boolean (true/false)")
+
+
+def _enum(spec: AttributeSpec, value: Any) -> Any:
+    allowed = spec.values or []
+    if isinstance(value, str):
+        for option in allowed:
+            if option.casefold() == value.strip().casefold():
+                return option
+    raise ValueError(f"{value!r} is not one of {', '.join(allowed)}")
+
+
+def _json(_spec: AttributeSpec, value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"is not JSON text ({exc.msg} at position {exc.pos})") from None
+    return value
+
+
+_NORMALISERS = {
+    ValueType.STRING: _string,
+    ValueType.DATE: _date,
+    ValueType.DATETIME: _datetime,
+    ValueType.NUMBER: _number,
+    ValueType.BOOLEAN: _boolean,
+    ValueType.ENUM: _enum,
+    ValueType.JSON: _json,
+}

@@ -1,0 +1,83 @@
+"""Write commands. Each is validated at the edge, applied by the ledger and stored verbatim in the
+decision log, so replaying the log re-applies exactly what was accepted."""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from schemas.facts import Cardinality, Trust
+from schemas.fields import Identifier, JsonPayload, Text, UtcDatetime
+
+
+class Command(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tenant_id: Identifier
+    actor: Identifier = "api"
+    idempotency_key: Identifier | None = None
+
+
+class ScopedCommand(Command):
+    agent_id: Identifier = "default"
+    purpose: Identifier = "default"
+
+
+class PutFact(ScopedCommand):
+    """Assert that `value` holds for subject.attribute from `valid_from` on."""
+
+    subject: Identifier
+    attribute: Identifier
+    value: JsonPayload
+    valid_from: UtcDatetime
+    valid_to: UtcDatetime | None = None
+    source_episode_id: Identifier
+    evidence: Text | None = None
+    trust: Trust = Trust.VERIFIED
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+    cardinality: Cardinality | None = None
+    expires_at: UtcDatetime | None = None
+    expected_version: int | None = Field(default=None, ge=0)
+
+    @field_validator("value")
+    @classmethod
+    def _not_null(cls, value: object) -> object:
+        if value is None:
+            raise ValueError("must not be null; end a fact with valid_to instead")
+        return value
+
+    @field_validator("confidence")
+    @classmethod
+    def _finite(cls, value: float) -> float:
+        if not math.isfinite(value):
+            raise ValueError("must be a finite number between 0 and 1")
+        return value
+
+    @field_validator("valid_to")
+    @classmethod
+    def _after_start(cls, value: object, info: ValidationInfo) -> object:
+        start = info.data.get("valid_from")
+        if value is not None and start is not None and value <= start:
+            raise ValueError("must be later than valid_from (intervals are [from, to))")
+        return value
+
+
+class PromoteFact(Command):
+    """Release a quarantined fact: it becomes verified and takes part in supersession."""
+
+    fact_id: Identifier
+    expected_version: int | None = Field(default=None, ge=1)
+
+
+class ForgetSubject(Command):
+    """Hide every fact about a subject in a tenant; with purge, also erase its content."""
+
+    subject: Identifier
+    purge: bool = False
+
+
+class ExpireFacts(Command):
+    """Mark every fact whose retention has passed at `now` as expired."""
+
+    now: UtcDatetime
