@@ -1,0 +1,210 @@
+"""The `sgam` command line.
+
+Exit codes: 0 ok, 1 nothing found, 2 invalid input, 3 conflict, 4 internal error,
+5 store busy (retry later). Every failure is one line on stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from pipeline import output
+from pipeline.errors import InvalidInput, SgamError
+from pipeline.ledger import put as put_fact
+from pipeline.read import get as get_facts
+from pipeline.read import history as fact_history
+from pipeline.settings import Settings
+from pipeline.store import Store, open_store
+from schemas.facts import Cardinality
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# CLI spelling of the API's field names, so errors name the option the user typed.
+OPTION_NAMES = {"tenant_id": "--tenant", "agent_id": "--agent", "source_episode_id": "--source"}
+
+
+@click.group(help=__doc__)
+def app() -> None:
+    pass
+
+
+@app.group()
+def db() -> None:
+    """Database schema."""
+
+
+def scoped(command: F) -> F:
+    """The scope and subject options every tenant-bound command takes."""
+    for option in reversed(
+        [
+            click.option("--tenant", required=True, help="Tenant that owns the memory."),
+            click.option("--subject", required=True, help="Entity the facts are about."),
+            click.option("--agent", default="default", show_default=True, help="Agent scope."),
+            click.option("--purpose", default="default", show_default=True, help="Purpose scope."),
+            click.option("--json", "as_json", is_flag=True, help="JSON output (default off a TTY)."),
+        ]
+    ):
+        command = option(command)
+    return command
+
+
+def reviewer(command: F) -> F:
+    return click.option(
+        "--include-quarantined", is_flag=True, help="Reviewer view: show quarantined facts."
+    )(command)
+
+
+@contextmanager
+def _store() -> Iterator[Store]:
+    store = open_store(Settings())
+    try:
+        yield store
+    finally:
+        store.dispose()
+
+
+def _fields(tenant: str, agent: str, purpose: str, **given: Any) -> dict[str, Any]:
+    """API fields from CLI options; options not given are left to the API's defaults."""
+    fields = {"tenant_id": tenant, "agent_id": agent, "purpose": purpose}
+    return fields | {name: value for name, value in given.items() if value is not None}
+
+
+@db.command("upgrade")
+def db_upgrade() -> None:
+    """Create or migrate the database named by SGAM_DATABASE_URL."""
+    store = Store(Settings())
+    try:
+        store.upgrade()
+    finally:
+        store.dispose()
+    click.echo("database is at the latest schema", err=True)
+
+
+@app.command()
+@scoped
+@click.option("--attribute", required=True, help="Catalogue attribute.")
+@click.option("--value", help="The value, typed by the catalogue.")
+@click.option("--value-file", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+              help="Read the value from a file ('-' for stdin).")
+@click.option("--valid-from", required=True, help="When the value starts to hold (RFC 3339).")
+@click.option("--valid-to", help="When the value stops holding.")
+@click.option("--source", required=True, help="Id of the episode that states the fact.")
+@click.option("--evidence", help="Quote from the episode.")
+@click.option("--trust", help="user_confirmed | verified (default) | inferred | untrusted")
+@click.option("--confidence", help="0..1, default 1.")
+@click.option("--cardinality", help="one | many; must match the catalogue.")
+@click.option("--expires-at", help="An expiry earlier than the kind's retention.")
+@click.option("--expected-version", help="Version of the fact holding at valid_from (0: none).")
+@click.option("--idempotency-key", help="Repeat-safe request key.")
+@click.option("--actor", default="cli", show_default=True, help="Who issues the write (audit).")
+def put(tenant: str, agent: str, purpose: str, as_json: bool, value: str | None,
+        value_file: Path | None, source: str, **options: Any) -> None:
+    """Write a fact; prints the fact that now holds the value."""
+    fields = _fields(tenant, agent, purpose, value=_read_value(value, value_file),
+                     source_episode_id=source, **options)
+    with _store() as store:
+        result = put_fact(store, fields)
+    if not result.written:
+        click.echo("unchanged: the ledger already holds this value", err=True)
+    output.facts(result.fact, as_json)
+
+
+def _read_value(value: str | None, value_file: Path | None) -> str:
+    if (value is None) == (value_file is None):
+        raise InvalidInput("value", "give exactly one of --value and --value-file")
+    if value is not None:
+        return value
+    assert value_file is not None
+    try:
+        data = sys.stdin.buffer.read() if str(value_file) == "-" else value_file.read_bytes()
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInput("value_file", "is not valid UTF-8") from None
+    except OSError as exc:
+        raise InvalidInput("value_file", f"cannot be read: {exc.strerror}") from None
+
+
+@app.command()
+@scoped
+@reviewer
+@click.option("--attribute", help="One attribute; all of the subject's when omitted.")
+@click.option("--at", help="Valid time to ask about (default: now).")
+@click.option("--known-at", help="Answer as the ledger believed at this time.")
+def get(tenant: str, agent: str, purpose: str, as_json: bool, **options: Any) -> None:
+    """What holds for a subject at an instant; exit 1 when nothing does."""
+    with _store() as store:
+        found = get_facts(store, _fields(tenant, agent, purpose, **options))
+        attribute = options.get("attribute")
+        spec = store.catalog.attributes.get(attribute) if attribute else None
+    if spec is not None and spec.cardinality is Cardinality.ONE:
+        output.facts(found[0] if found else None, as_json)
+    else:
+        output.facts(found, as_json)
+    if not found:
+        raise click.exceptions.Exit(1)
+
+
+@app.command()
+@scoped
+@reviewer
+@click.option("--attribute", required=True, help="The attribute whose timeline to show.")
+@click.option("--known-at", help="The timeline as the ledger believed it at this time.")
+@click.option("--versions", is_flag=True, help="Every row version ever recorded (audit).")
+def history(tenant: str, agent: str, purpose: str, as_json: bool, versions: bool,
+            **options: Any) -> None:
+    """Every interval of the belief in valid-time order, with supersession links."""
+    with _store() as store:
+        found = fact_history(store, _fields(tenant, agent, purpose, **options), versions=versions)
+    output.facts(found, as_json)
+    if not found:
+        raise click.exceptions.Exit(1)
+
+
+@app.command()
+def demo() -> None:
+    """Run the passport-deadline example on the configured store and print the answers."""
+    from pipeline.demo import run_demo
+
+    with _store() as store:
+        run_demo(store, click.echo)
+
+
+def _option_name(field: str) -> str:
+    head, _, rest = field.partition(".")
+    name = OPTION_NAMES.get(head, "--" + head.replace("_", "-"))
+    return f"{name}.{rest}" if rest else name
+
+
+def _fail(code: int, message: str) -> int:
+    sys.stderr.write(f"sgam: {message}\n")
+    return code
+
+
+def run(args: list[str] | None = None) -> int:
+    """Run the CLI and return its exit code."""
+    for stream in (sys.stdout, sys.stderr):
+        # Arguments with undecodable bytes must not crash the error report that names them.
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+    try:
+        code = app.main(args=args, prog_name="sgam", standalone_mode=False)
+    except click.exceptions.Abort:
+        return _fail(130, "aborted")
+    except click.ClickException as usage:
+        return _fail(2, usage.format_message().replace("\n", " "))
+    except InvalidInput as bad:
+        return _fail(2, f"{_option_name(bad.field)}: {bad.problem}")
+    except SgamError as error:
+        return _fail(error.exit_code, f"{type(error).__name__}: {error}")
+    return code if isinstance(code, int) else 0
+
+
+def main() -> None:
+    sys.exit(run())

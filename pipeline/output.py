@@ -1,0 +1,50 @@
+"""How the CLI prints facts: JSON for programs (and pipes), one readable line per fact for people."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from schemas.facts import Fact, format_utc
+
+
+def wants_json(flag: bool) -> bool:
+    return flag or not sys.stdout.isatty()
+
+
+def emit_json(payload: Any) -> None:
+    sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+
+
+def facts(found: Fact | Sequence[Fact] | None, as_json: bool) -> None:
+    if wants_json(as_json):
+        emit_json(_plain(found))
+        return
+    if found is None:
+        sys.stdout.write("nothing holds\n")
+        return
+    for fact in [found] if isinstance(found, Fact) else found:
+        sys.stdout.write(describe(fact) + "\n")
+
+
+def describe(fact: Fact) -> str:
+    end = format_utc(fact.valid_to) or "open"
+    links = f" supersedes={fact.supersedes_fact_id}" if fact.supersedes_fact_id else ""
+    return (
+        f"{fact.subject}.{fact.attribute} = {json.dumps(fact.value, ensure_ascii=False)}"
+        f"  [{format_utc(fact.valid_from)} .. {end})  source={fact.source_episode_id}"
+        f"  trust={fact.trust.value}  status={fact.status.value}  fact={fact.fact_id}"
+        f" v{fact.version}{links}"
+    )
+
+
+def _plain(found: Any) -> Any:
+    if isinstance(found, BaseModel):
+        return found.model_dump(mode="json")
+    if isinstance(found, list | tuple):
+        return [_plain(item) for item in found]
+    return found
