@@ -47,7 +47,9 @@ def scoped(command: F) -> F:
             click.option("--subject", required=True, help="Entity the facts are about."),
             click.option("--agent", default="default", show_default=True, help="Agent scope."),
             click.option("--purpose", default="default", show_default=True, help="Purpose scope."),
-            click.option("--json", "as_json", is_flag=True, help="JSON output (default off a TTY)."),
+            click.option(
+                "--json", "as_json", is_flag=True, help="JSON output (default: on a pipe)."
+            ),
         ]
     ):
         command = option(command)
@@ -90,8 +92,11 @@ def db_upgrade() -> None:
 @scoped
 @click.option("--attribute", required=True, help="Catalogue attribute.")
 @click.option("--value", help="The value, typed by the catalogue.")
-@click.option("--value-file", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
-              help="Read the value from a file ('-' for stdin).")
+@click.option(
+    "--value-file",
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+    help="Read the value from a file ('-' for stdin).",
+)
 @click.option("--valid-from", required=True, help="When the value starts to hold (RFC 3339).")
 @click.option("--valid-to", help="When the value stops holding.")
 @click.option("--source", required=True, help="Id of the episode that states the fact.")
@@ -103,11 +108,25 @@ def db_upgrade() -> None:
 @click.option("--expected-version", help="Version of the fact holding at valid_from (0: none).")
 @click.option("--idempotency-key", help="Repeat-safe request key.")
 @click.option("--actor", default="cli", show_default=True, help="Who issues the write (audit).")
-def put(tenant: str, agent: str, purpose: str, as_json: bool, value: str | None,
-        value_file: Path | None, source: str, **options: Any) -> None:
+def put(
+    tenant: str,
+    agent: str,
+    purpose: str,
+    as_json: bool,
+    value: str | None,
+    value_file: Path | None,
+    source: str,
+    **options: Any,
+) -> None:
     """Write a fact; prints the fact that now holds the value."""
-    fields = _fields(tenant, agent, purpose, value=_read_value(value, value_file),
-                     source_episode_id=source, **options)
+    fields = _fields(
+        tenant,
+        agent,
+        purpose,
+        value=_read_value(value, value_file),
+        source_episode_id=source,
+        **options,
+    )
     with _store() as store:
         result = put_fact(store, fields)
     if not result.written:
@@ -156,8 +175,9 @@ def get(tenant: str, agent: str, purpose: str, as_json: bool, **options: Any) ->
 @click.option("--attribute", required=True, help="The attribute whose timeline to show.")
 @click.option("--known-at", help="The timeline as the ledger believed it at this time.")
 @click.option("--versions", is_flag=True, help="Every row version ever recorded (audit).")
-def history(tenant: str, agent: str, purpose: str, as_json: bool, versions: bool,
-            **options: Any) -> None:
+def history(
+    tenant: str, agent: str, purpose: str, as_json: bool, versions: bool, **options: Any
+) -> None:
     """Every interval of the belief in valid-time order, with supersession links."""
     with _store() as store:
         found = fact_history(store, _fields(tenant, agent, purpose, **options), versions=versions)

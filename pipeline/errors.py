@@ -1,17 +1,17 @@
 """Every error SGAM raises, in one tree. Callers decide by class, never by message text.
 
-    SgamError
-    ├── PermanentError            retrying the same call cannot help
-    │   ├── InvalidInput          a field is missing, malformed or out of range   (CLI exit 2)
-    │   │   └── CatalogError      the memory-schema catalogue itself is invalid
-    │   ├── NotFound              nothing matches                                 (CLI exit 1)
-    │   └── ConflictError         the ledger's state forbids the write            (CLI exit 3)
-    │       ├── FactConflict      same valid_from, different value, equal trust
-    │       ├── TrustRejected     same valid_from, different value, lower trust
-    │       ├── VersionConflict   expected_version does not match
-    │       └── IdempotencyConflict  a key reused with a different payload
-    └── RetryableError            transient; the same call may succeed later
-        └── StoreBusy             serialisation failure or lock timeout after bounded retries
+SgamError
+├── PermanentError            retrying the same call cannot help
+│   ├── InvalidInput          a field is missing, malformed or out of range   (CLI exit 2)
+│   │   └── CatalogError      the memory-schema catalogue itself is invalid
+│   ├── NotFound              nothing matches                                 (CLI exit 1)
+│   └── ConflictError         the ledger's state forbids the write            (CLI exit 3)
+│       ├── FactConflict      same valid_from, different value, equal trust
+│       ├── TrustRejected     same valid_from, different value, lower trust
+│       ├── VersionConflict   expected_version does not match
+│       └── IdempotencyConflict  a key reused with a different payload
+└── RetryableError            transient; the same call may succeed later
+    └── StoreBusy             serialisation failure or lock timeout after bounded retries
 """
 
 from __future__ import annotations

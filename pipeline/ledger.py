@@ -39,7 +39,7 @@ from pipeline.projection import (
 from pipeline.store import Store
 from pipeline.validation import parse
 from schemas.commands import PutFact
-from schemas.facts import ClaimRecord, Fact, FactStatus, Trust
+from schemas.facts import ClaimRecord, Fact, FactStatus, Trust, format_utc
 from schemas.fields import canonical_json
 
 
@@ -106,7 +106,7 @@ def resolve(store: Store, command: PutFact, *, claim_id: str, now: datetime) -> 
             raise InvalidInput(
                 "expires_at",
                 f"may only shorten the retention of kind {spec.kind} "
-                f"(latest allowed: {expires_at.isoformat()})",
+                f"(latest allowed: {format_utc(expires_at)})",
             )
         expires_at = command.expires_at
     return ClaimRecord(
@@ -137,8 +137,9 @@ def apply_claim(
 ) -> PutResult | ConflictError:
     """Judge and store one resolved claim. `command` is None during replay: nothing is judged
     or logged then, because the log already holds the original decision."""
-    key = SlotKey(claim.tenant_id, claim.agent_id, claim.purpose, claim.subject,
-                  claim.attribute, claim.slot)
+    key = SlotKey(
+        claim.tenant_id, claim.agent_id, claim.purpose, claim.subject, claim.attribute, claim.slot
+    )
     store.lock(session, "subject", claim.tenant_id, claim.subject, shared=True)
     store.lock(session, *key.lock_name())
     log = _Log(session, claim, command)
@@ -161,8 +162,11 @@ def apply_claim(
     if written is None:
         holder = holding_at(stored_intervals(load_current(session, key)), claim.valid_from)
         assert holder is not None, "an accepted claim always holds at its valid_from"
-        log.event(Decision.RESTATE, [holder.fact_id],
-                  "the ledger already holds this value; the claim is kept as provenance")
+        log.event(
+            Decision.RESTATE,
+            [holder.fact_id],
+            "the ledger already holds this value; the claim is kept as provenance",
+        )
         row = current_fact(session, holder.fact_id)
         assert row is not None
         return PutResult(to_fact(row_values(row)), written=False)
@@ -184,7 +188,7 @@ def _refusal(
         if actual != command.expected_version:
             return VersionConflict(
                 f"expected_version {command.expected_version}, but the fact holding at "
-                f"{claim.valid_from.isoformat()} is at version {actual}",
+                f"{format_utc(claim.valid_from)} is at version {actual}",
                 expected=command.expected_version,
                 actual=actual,
             )
@@ -193,7 +197,7 @@ def _refusal(
     if verdict is Verdict.ACCEPT or rival is None:
         return None
     existing = f"fact {rival.claim_id} (trust {rows[rival.claim_id].trust})"
-    start = claim.valid_from.isoformat()
+    start = format_utc(claim.valid_from)
     if verdict is Verdict.CONFLICT:
         return FactConflict(
             f"{claim.attribute} already has a different value from {start} with equal trust "
@@ -208,8 +212,14 @@ def _refusal(
 
 def _quarantine(session: Session, claim: ClaimRecord) -> Fact:
     session.execute(insert(ClaimRow).values(**claim_columns(claim), quarantined=True))
-    row = new_version(claim, version=1, status=FactStatus.QUARANTINED, valid_to=claim.valid_to,
-                      supersedes=None, now=claim.recorded_at)
+    row = new_version(
+        claim,
+        version=1,
+        status=FactStatus.QUARANTINED,
+        valid_to=claim.valid_to,
+        supersedes=None,
+        now=claim.recorded_at,
+    )
     session.execute(insert(FactRow).values(**row))
     return to_fact(row)
 
@@ -231,8 +241,9 @@ class _Log:
         self.command = command
 
     def event(self, decision: Decision, fact_ids: list[str], reason: str | None = None) -> None:
-        self._record(decision, fact_ids, reason, {"op": "put",
-                                                  "claim": self.claim.model_dump(mode="json")})
+        self._record(
+            decision, fact_ids, reason, {"op": "put", "claim": self.claim.model_dump(mode="json")}
+        )
 
     def derived(self, decision: Decision, change: Change, by: str) -> None:
         if change.after["status"] == FactStatus.SUPERSEDED.value:
@@ -242,8 +253,13 @@ class _Log:
             reason = f"valid_to moved from {before.get('valid_to')} to {change.after['valid_to']}"
         self._record(decision, [change.fact_id], reason, None)
 
-    def _record(self, decision: Decision, fact_ids: list[str], reason: str | None,
-                command: dict[str, Any] | None) -> None:
+    def _record(
+        self,
+        decision: Decision,
+        fact_ids: list[str],
+        reason: str | None,
+        command: dict[str, Any] | None,
+    ) -> None:
         if self.command is None:
             return
         decisions.record(

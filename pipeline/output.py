@@ -1,4 +1,4 @@
-"""How the CLI prints facts: JSON for programs (and pipes), one readable line per fact for people."""
+"""How the CLI prints facts: JSON for programs and pipes, one readable line per fact for people."""
 
 from __future__ import annotations
 

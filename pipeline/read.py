@@ -66,7 +66,7 @@ def history(
     return _facts(store, statement)
 
 
-def _scoped(query: FactQuery) -> Select[tuple[FactRow]]:
+def _scoped(query: FactQuery) -> Select[FactRow]:
     statement = select(FactRow).where(
         FactRow.tenant_id == query.tenant_id,
         FactRow.agent_id == query.agent_id,
@@ -79,7 +79,7 @@ def _scoped(query: FactQuery) -> Select[tuple[FactRow]]:
     return statement
 
 
-def _visible(query: FactQuery, now: datetime) -> Select[tuple[FactRow]]:
+def _visible(query: FactQuery, now: datetime) -> Select[FactRow]:
     statuses = [FactStatus.ACTIVE.value]
     if query.include_quarantined:
         statuses.append(FactStatus.QUARANTINED.value)
@@ -96,6 +96,6 @@ def _visible(query: FactQuery, now: datetime) -> Select[tuple[FactRow]]:
     )
 
 
-def _facts(store: Store, statement: Select[tuple[FactRow]]) -> list[Fact]:
+def _facts(store: Store, statement: Select[FactRow]) -> list[Fact]:
     with store.transaction() as session:
         return [to_fact(row_values(row)) for row in session.scalars(statement)]

@@ -69,7 +69,9 @@ def _engine(url: str) -> Engine:
         return engine
     if parsed.get_backend_name() == "postgresql":
         return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
-    raise InvalidInput("SGAM_DATABASE_URL", "only sqlite:/// and postgresql+psycopg:// are supported")
+    raise InvalidInput(
+        "SGAM_DATABASE_URL", "only sqlite:/// and postgresql+psycopg:// are supported"
+    )
 
 
 def _sqlite_connect(dbapi_connection: sqlite3.Connection, _record: object) -> None:

@@ -63,8 +63,9 @@ def to_utc(value: object) -> datetime:
 
 def canonical_json(value: Any) -> str:
     """The one text form of a value: used for equality, hashing and size limits."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False)
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
 
 
 def _json_value(value: Any) -> Any:

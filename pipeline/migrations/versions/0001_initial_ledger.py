@@ -199,7 +199,7 @@ def _guard_overlaps() -> None:
         # SQLite has no exclusion constraints; a trigger refuses the same rows.
         op.execute(
             "CREATE TRIGGER facts_no_overlap BEFORE INSERT ON facts "
-            f"WHEN NEW.superseded_at IS NULL AND NEW.status IN ('active', 'expired') "
+            "WHEN NEW.superseded_at IS NULL AND NEW.status IN ('active', 'expired') "
             "AND NEW.forgotten_at IS NULL "
             "BEGIN SELECT RAISE(ABORT, 'overlapping current-belief interval') "
             "WHERE EXISTS (SELECT 1 FROM facts f WHERE f.superseded_at IS NULL "

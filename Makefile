@@ -1,0 +1,39 @@
+# Two commands do everything on a fresh machine:  `make demo`  and  `make test`.
+VENV   ?= .venv
+PYTHON ?= python3
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: demo test check lint typecheck services bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+## Run the passport-deadline example on the embedded SQLite store (./sgam.sqlite3).
+demo: $(STAMP)
+	$(BIN)/sgam demo
+
+## The whole suite: lint, strict types, then every test on SQLite and the real Postgres/Redis.
+test: check services
+	$(BIN)/pytest
+
+check: lint typecheck
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+services:
+	scripts/services
+
+bench: $(STAMP) services
+	$(BIN)/python bench/ledger.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis sgam.sqlite3*
