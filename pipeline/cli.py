@@ -6,6 +6,7 @@ Exit codes: 0 ok, 1 nothing found, 2 invalid input, 3 conflict, 4 internal error
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -15,10 +16,17 @@ from typing import Any, TypeVar
 import click
 
 from pipeline import output
+from pipeline.catalog_check import check_catalog
+from pipeline.context import assemble
+from pipeline.decisions import decision_log
 from pipeline.errors import InvalidInput, SgamError
+from pipeline.forget import forget as forget_subject
 from pipeline.ledger import put as put_fact
+from pipeline.lifecycle import expire as expire_facts
+from pipeline.lifecycle import promote as promote_fact
 from pipeline.read import get as get_facts
 from pipeline.read import history as fact_history
+from pipeline.replay import replay as replay_log
 from pipeline.settings import Settings
 from pipeline.store import Store, open_store
 from schemas.facts import Cardinality
@@ -73,8 +81,11 @@ def _store() -> Iterator[Store]:
 
 def _fields(tenant: str, agent: str, purpose: str, **given: Any) -> dict[str, Any]:
     """API fields from CLI options; options not given are left to the API's defaults."""
-    fields = {"tenant_id": tenant, "agent_id": agent, "purpose": purpose}
-    return fields | {name: value for name, value in given.items() if value is not None}
+    return {"tenant_id": tenant, "agent_id": agent, "purpose": purpose} | _given(given)
+
+
+def _given(options: dict[str, Any], **renamed: str) -> dict[str, Any]:
+    return {renamed.get(name, name): value for name, value in options.items() if value is not None}
 
 
 @db.command("upgrade")
@@ -184,6 +195,137 @@ def history(
     output.facts(found, as_json)
     if not found:
         raise click.exceptions.Exit(1)
+
+
+@app.command()
+@click.argument("fact_id")
+@click.option("--tenant", required=True, help="Tenant that owns the fact.")
+@click.option("--expected-version", help="The fact's current version; a mismatch changes nothing.")
+@click.option("--idempotency-key", help="Repeat-safe request key.")
+@click.option("--actor", default="cli", show_default=True, help="Who promotes (audit).")
+@click.option("--json", "as_json", is_flag=True, help="JSON output (default: on a pipe).")
+def promote(fact_id: str, tenant: str, as_json: bool, **options: Any) -> None:
+    """Release a quarantined fact: it becomes verified and may supersede others."""
+    fields = {"tenant_id": tenant, "fact_id": fact_id} | _given(options)
+    with _store() as store:
+        result = promote_fact(store, fields)
+    output.facts(result.fact, as_json)
+
+
+@app.command()
+@click.option("--tenant", required=True, help="Tenant that owns the subject.")
+@click.option("--subject", required=True, help="Entity to forget.")
+@click.option("--purge", is_flag=True, help="Also erase values, evidence and logged content.")
+@click.option("--idempotency-key", help="Repeat-safe request key.")
+@click.option("--actor", default="cli", show_default=True, help="Who forgets (audit).")
+@click.option("--json", "as_json", is_flag=True, help="JSON output (default: on a pipe).")
+def forget(tenant: str, subject: str, purge: bool, as_json: bool, **options: Any) -> None:
+    """Hide every fact about a subject from every read; prints how many facts it hid."""
+    fields = {"tenant_id": tenant, "subject": subject, "purge": purge} | _given(options)
+    with _store() as store:
+        result = forget_subject(store, fields)
+    if output.wants_json(as_json):
+        output.emit_json(result.to_json())
+    else:
+        verb = "hid and purged" if result.purged else "hid"
+        click.echo(f"{verb} {result.hidden} facts about {subject}")
+
+
+@app.command()
+@click.option("--tenant", help="Only this tenant (default: all).")
+@click.option("--now", help="Expire as of this instant (default: the clock).")
+@click.option("--actor", default="cli", show_default=True, help="Who expires (audit).")
+@click.option("--json", "as_json", is_flag=True, help="JSON output (default: on a pipe).")
+def expire(as_json: bool, **options: Any) -> None:
+    """Write explicit expired versions and events for facts past their retention."""
+    with _store() as store:
+        result = expire_facts(store, _given(options, tenant="tenant_id"))
+    if output.wants_json(as_json):
+        output.emit_json(
+            {"expired": len(result.expired_fact_ids), "fact_ids": result.expired_fact_ids}
+        )
+    else:
+        click.echo(f"expired {len(result.expired_fact_ids)} facts")
+
+
+@app.command()
+@click.option("--to", "target_url", required=True, help="URL of an empty database to rebuild.")
+def replay(target_url: str) -> None:
+    """Rebuild the ledger into another database from the decision log alone."""
+    settings = Settings()
+    with _store() as source:
+        target = Store(
+            settings.model_copy(update={"database_url": target_url}), catalog=source.catalog
+        )
+        try:
+            report = replay_log(source, target)
+        finally:
+            target.dispose()
+    click.echo(
+        f"replayed {report.events} events ({report.applied} applied) in {report.seconds:.2f} s",
+        err=True,
+    )
+
+
+@app.command()
+@scoped
+@click.option("--query", help="What the model is about to answer; ranks matching facts first.")
+@click.option("--budget-tokens", default="500", show_default=True, help="Token budget.")
+def context(tenant: str, agent: str, purpose: str, as_json: bool, **options: Any) -> None:
+    """The smallest cited context about a subject that fits the token budget."""
+    with _store() as store:
+        assembled = assemble(store, _fields(tenant, agent, purpose, **options))
+    if output.wants_json(as_json):
+        output.emit_json(assembled.model_dump(mode="json") | {"text": assembled.text})
+    else:
+        click.echo(assembled.text or "(no facts)")
+    if not assembled.items:
+        raise click.exceptions.Exit(1)
+
+
+@app.command("log")
+@click.option("--tenant", required=True, help="Tenant whose decisions to show.")
+@click.option("--subject", help="Only decisions about this subject.")
+@click.option("--limit", default=100, show_default=True, type=click.IntRange(1, 100_000))
+def show_log(tenant: str, subject: str | None, limit: int) -> None:
+    """The decision log of a tenant, oldest first, as JSON lines."""
+    with _store() as store:
+        for event in decision_log(store, tenant_id=tenant, subject=subject, limit=limit):
+            click.echo(json.dumps(event, ensure_ascii=False))
+
+
+@app.group()
+def catalog() -> None:
+    """The memory-schema catalogue (SGAM_CATALOG_PATH, else the bundled default)."""
+
+
+@catalog.command("check")
+@click.option("--json", "as_json", is_flag=True, help="JSON output (default: on a pipe).")
+def catalog_check(as_json: bool) -> None:
+    """Report stored facts the catalogue would orphan or mis-type; exit 3 if there are any."""
+    with _store() as store:
+        problems = check_catalog(store)
+        version = store.catalog.version
+    if output.wants_json(as_json):
+        output.emit_json(
+            {"catalog_version": version, "problems": [problem.to_json() for problem in problems]}
+        )
+    else:
+        for problem in problems:
+            click.echo(
+                f"{problem.tenant_id}/{problem.subject}.{problem.attribute} "
+                f"fact={problem.fact_id}: {problem.problem}"
+            )
+        click.echo(f"catalogue {version}: {len(problems)} problems", err=True)
+    if problems:
+        raise click.exceptions.Exit(3)
+
+
+@catalog.command("show")
+def catalog_show() -> None:
+    """Print the catalogue in effect, validated, as JSON."""
+    with _store() as store:
+        output.emit_json(store.catalog.model_dump(mode="json"))
 
 
 @app.command()

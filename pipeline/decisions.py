@@ -7,9 +7,13 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from pipeline.models import EventRow
+from pipeline.projection import Change
+from pipeline.store import Store
+from schemas.facts import FactStatus, format_utc
 from schemas.fields import canonical_json
 
 
@@ -59,3 +63,30 @@ def record(
             reason=reason,
         )
     )
+
+
+def change_reason(change: Change, by: str) -> str:
+    """Why a fact other than the one written got a new version."""
+    if change.after["status"] == FactStatus.SUPERSEDED.value:
+        return f"lost its interval to fact {by}"
+    before = change.before or {}
+    return (
+        f"valid_to moved from {format_utc(before.get('valid_to')) or 'open'} "
+        f"to {format_utc(change.after['valid_to']) or 'open'} by fact {by}"
+    )
+
+
+def decision_log(
+    store: Store, *, tenant_id: str, subject: str | None = None, limit: int = 100
+) -> list[dict[str, Any]]:
+    """A tenant's decisions, oldest first, as JSON-ready dicts."""
+    query = select(EventRow).where(EventRow.tenant_id == tenant_id)
+    if subject is not None:
+        query = query.where(EventRow.subject == subject)
+    with store.transaction() as session:
+        rows = session.scalars(query.order_by(EventRow.event_id).limit(limit)).all()
+        return [
+            {column.key: getattr(row, column.key) for column in EventRow.__table__.columns}
+            | {"occurred_at": format_utc(row.occurred_at)}
+            for row in rows
+        ]

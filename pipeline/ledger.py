@@ -108,6 +108,8 @@ def resolve(store: Store, command: PutFact, *, claim_id: str, now: datetime) -> 
                 f"may only shorten the retention of kind {spec.kind} "
                 f"(latest allowed: {format_utc(expires_at)})",
             )
+        if command.expires_at <= now:
+            raise InvalidInput("expires_at", "must be in the future")
         expires_at = command.expires_at
     return ClaimRecord(
         claim_id=claim_id,
@@ -137,9 +139,7 @@ def apply_claim(
 ) -> PutResult | ConflictError:
     """Judge and store one resolved claim. `command` is None during replay: nothing is judged
     or logged then, because the log already holds the original decision."""
-    key = SlotKey(
-        claim.tenant_id, claim.agent_id, claim.purpose, claim.subject, claim.attribute, claim.slot
-    )
+    key = SlotKey.of(claim)
     store.lock(session, "subject", claim.tenant_id, claim.subject, shared=True)
     store.lock(session, *key.lock_name())
     log = _Log(session, claim, command)
@@ -152,8 +152,7 @@ def apply_claim(
     if command is not None:
         problem = _refusal(session, key, claim, command)
         if problem is not None:
-            rejected = isinstance(problem, TrustRejected)
-            log.event(Decision.REJECT if rejected else Decision.CONFLICT, [], str(problem))
+            log.event(refusal_decision(problem), [], str(problem))
             return problem
 
     session.execute(insert(ClaimRow).values(**claim_columns(claim)))
@@ -192,6 +191,11 @@ def _refusal(
                 expected=command.expected_version,
                 actual=actual,
             )
+    return trust_refusal(session, key, claim)
+
+
+def trust_refusal(session: Session, key: SlotKey, claim: ClaimRecord) -> ConflictError | None:
+    """FactConflict or TrustRejected when another value already holds from the same instant."""
     rows = {row.claim_id: row for row in load_claims(session, key)}
     verdict, rival = judge((as_claim(row) for row in rows.values()), as_claim(claim))
     if verdict is Verdict.ACCEPT or rival is None:
@@ -208,6 +212,10 @@ def _refusal(
         f"{claim.attribute} has a different value from {start} with higher trust in {existing}",
         existing_fact_id=rival.claim_id,
     )
+
+
+def refusal_decision(problem: ConflictError) -> Decision:
+    return Decision.REJECT if isinstance(problem, TrustRejected) else Decision.CONFLICT
 
 
 def _quarantine(session: Session, claim: ClaimRecord) -> Fact:
@@ -246,12 +254,7 @@ class _Log:
         )
 
     def derived(self, decision: Decision, change: Change, by: str) -> None:
-        if change.after["status"] == FactStatus.SUPERSEDED.value:
-            reason = f"lost its interval to fact {by}"
-        else:
-            before = change.before or {}
-            reason = f"valid_to moved from {before.get('valid_to')} to {change.after['valid_to']}"
-        self._record(decision, [change.fact_id], reason, None)
+        self._record(decision, [change.fact_id], decisions.change_reason(change, by), None)
 
     def _record(
         self,

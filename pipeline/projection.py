@@ -35,6 +35,10 @@ class SlotKey:
     attribute: str
     slot: str
 
+    @classmethod
+    def of(cls, row: AnyClaim | FactRow) -> SlotKey:
+        return cls(row.tenant_id, row.agent_id, row.purpose, row.subject, row.attribute, row.slot)
+
     def lock_name(self) -> tuple[str, ...]:
         # Lock the whole attribute, not the slot: a multi-valued key is small and rarely hot.
         return ("key", self.tenant_id, self.agent_id, self.purpose, self.subject, self.attribute)
@@ -66,6 +70,10 @@ def row_values(row: FactRow) -> dict[str, Any]:
 
 def to_fact(values: Mapping[str, Any]) -> Fact:
     return Fact.model_validate(dict(values))
+
+
+def record_of(row: ClaimRow) -> ClaimRecord:
+    return ClaimRecord.model_validate(row, from_attributes=True)
 
 
 def current_fact(session: Session, fact_id: str) -> FactRow | None:

@@ -77,7 +77,12 @@ class ForgetSubject(Command):
     purge: bool = False
 
 
-class ExpireFacts(Command):
-    """Mark every fact whose retention has passed at `now` as expired."""
+class ExpireFacts(BaseModel):
+    """Mark every fact whose retention has passed at `now` (default: the clock) as expired,
+    in one tenant or in all of them (the nightly run)."""
 
-    now: UtcDatetime
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tenant_id: Identifier | None = None
+    actor: Identifier = "api"
+    now: UtcDatetime | None = None

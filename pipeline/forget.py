@@ -1,0 +1,139 @@
+"""Forget a subject: one idempotent event that hides every fact about it from every read.
+
+Forgetting is a tombstone (`forgotten_at` on every row of the subject), so the audit trail
+stays. Purging also erases content: values and evidence in claims and facts, the claims inside
+logged commands, and cached idempotent results. Ids, hashes and timestamps remain for audit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from pipeline import decisions, idempotency
+from pipeline.decisions import Decision
+from pipeline.errors import ConflictError
+from pipeline.models import ClaimRow, EventRow, FactRow, IdempotencyRow
+from pipeline.store import Store
+from pipeline.validation import parse
+from schemas.commands import ForgetSubject
+from schemas.facts import format_utc
+
+
+@dataclass(frozen=True)
+class ForgetResult:
+    hidden: int
+    purged: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"hidden": self.hidden, "purged": self.purged}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ForgetResult:
+        return cls(int(data["hidden"]), bool(data["purged"]))
+
+
+def forget(store: Store, command: ForgetSubject | Mapping[str, Any]) -> ForgetResult:
+    """Hide (and with purge, erase) everything about a subject within a tenant."""
+    command = parse(ForgetSubject, command)
+
+    def work(session: Session) -> ForgetResult | ConflictError:
+        def apply() -> ForgetResult:
+            # Exclusive: no write to this subject may interleave with its forgetting.
+            store.lock(session, "subject", command.tenant_id, command.subject)
+            now = store.clock()
+            hidden = apply_forget(session, command.tenant_id, command.subject, command.purge, now)
+            decisions.record(
+                session,
+                Decision.PURGE if command.purge else Decision.FORGET,
+                occurred_at=now,
+                actor=command.actor,
+                tenant_id=command.tenant_id,
+                subject=command.subject,
+                fact_ids=[],
+                command={
+                    "op": "forget",
+                    "tenant_id": command.tenant_id,
+                    "subject": command.subject,
+                    "purge": command.purge,
+                    "now": format_utc(now),
+                },
+                idempotency_key=command.idempotency_key,
+                reason=f"{hidden} facts hidden",
+            )
+            return ForgetResult(hidden, command.purge)
+
+        return idempotency.once(store, session, command, apply, ForgetResult.from_json)
+
+    outcome = store.run(work)
+    assert not isinstance(outcome, ConflictError)
+    return outcome
+
+
+def apply_forget(session: Session, tenant_id: str, subject: str, purge: bool, now: datetime) -> int:
+    """Tombstone every fact and claim of the subject; returns how many facts were hidden.
+    Also used by replay."""
+    of_subject = (FactRow.tenant_id == tenant_id, FactRow.subject == subject)
+    hidden = (
+        session.scalar(
+            select(func.count(func.distinct(FactRow.fact_id))).where(
+                *of_subject, FactRow.forgotten_at.is_(None)
+            )
+        )
+        or 0
+    )
+    for table in (FactRow, ClaimRow):
+        session.execute(
+            update(table)
+            .where(
+                table.tenant_id == tenant_id, table.subject == subject, table.forgotten_at.is_(None)
+            )
+            .values(forgotten_at=now)
+            .execution_options(synchronize_session=False)
+        )
+    if purge:
+        _erase(session, tenant_id, subject)
+    return hidden
+
+
+def _erase(session: Session, tenant_id: str, subject: str) -> None:
+    for table in (FactRow, ClaimRow):
+        session.execute(
+            update(table)
+            .where(table.tenant_id == tenant_id, table.subject == subject)
+            .values(value=None, evidence=None)
+            .execution_options(synchronize_session=False)
+        )
+    events = session.scalars(
+        select(EventRow).where(
+            EventRow.tenant_id == tenant_id,
+            EventRow.subject == subject,
+            EventRow.command.is_not(None),
+        )
+    )
+    for event in events:
+        event.command = _scrub(event.command)
+    keys = session.scalars(
+        select(IdempotencyRow).where(
+            IdempotencyRow.tenant_id == tenant_id, IdempotencyRow.subject == subject
+        )
+    )
+    for key in keys:
+        key.result = _scrub(key.result)
+
+
+def _scrub(payload: Any) -> Any:
+    """The payload with every value and evidence text replaced by null, at any depth."""
+    if isinstance(payload, dict):
+        return {
+            name: None if name in ("value", "evidence") else _scrub(item)
+            for name, item in payload.items()
+        }
+    if isinstance(payload, list):
+        return [_scrub(item) for item in payload]
+    return payload
