@@ -254,9 +254,12 @@ def replay(target_url: str) -> None:
     """Rebuild the ledger into another database from the decision log alone."""
     settings = Settings()
     with _store() as source:
-        target = Store(
-            settings.model_copy(update={"database_url": target_url}), catalog=source.catalog
-        )
+        try:
+            target = Store(
+                settings.model_copy(update={"database_url": target_url}), catalog=source.catalog
+            )
+        except InvalidInput as bad:
+            raise InvalidInput("to", bad.problem) from None
         try:
             report = replay_log(source, target)
         finally:
@@ -338,6 +341,8 @@ def demo() -> None:
 
 
 def _option_name(field: str) -> str:
+    if field.isupper():  # an environment variable, not an option
+        return field
     head, _, rest = field.partition(".")
     name = OPTION_NAMES.get(head, "--" + head.replace("_", "-"))
     return f"{name}.{rest}" if rest else name

@@ -1,0 +1,108 @@
+"""Context assembly: hard filters, ranking, citations and the token budget."""
+
+from __future__ import annotations
+
+import pytest
+
+import pipeline
+from pipeline.context import ContextItem, assemble, estimate_tokens
+from pipeline.errors import InvalidInput
+from pipeline.store import Store
+
+READ = {"tenant_id": "acme", "subject": "mira"}
+
+
+def _put(
+    store: Store,
+    attribute: str,
+    value: object,
+    confidence: float = 1.0,
+    start: str = "2026-06-01T00:00:00Z",
+    **scope: str,
+) -> None:
+    pipeline.put(
+        store,
+        READ
+        | scope
+        | {
+            "attribute": attribute,
+            "value": value,
+            "valid_from": start,
+            "confidence": confidence,
+            "source_episode_id": f"ep-{attribute}",
+        },
+    )
+
+
+def _attributes(items: list[ContextItem]) -> list[str]:
+    return [item.attribute for item in items]
+
+
+def test_exact_synonym_match_ranks_first_then_confidence_then_recency(store: Store) -> None:
+    _put(store, "home_city", "Utrecht", confidence=0.9)
+    _put(store, "answer_style", "concise", confidence=0.9, start="2026-07-01T00:00:00Z")
+    _put(store, "passport_deadline", "2026-06-30", confidence=0.4)
+
+    plain = assemble(store, READ)
+    asked = assemble(store, READ | {"query": "When is Mira's passport due?"})
+
+    assert _attributes(plain.items) == ["answer_style", "home_city", "passport_deadline"]
+    assert _attributes(asked.items)[0] == "passport_deadline"
+
+
+def test_every_item_cites_its_source_and_fact(store: Store) -> None:
+    _put(store, "home_city", "Utrecht")
+
+    (item,) = assemble(store, READ).items
+
+    assert item.source_episode_id == "ep-home_city"
+    assert "source ep-home_city" in item.text
+    assert item.fact_id == pipeline.get(store, READ)[0].fact_id
+
+
+def test_a_long_low_ranked_fact_is_skipped_not_split(store: Store) -> None:
+    _put(store, "home_city", "Utrecht", confidence=0.9)
+    _put(store, "employer", "Initech " * 60, confidence=0.5)
+    _put(store, "answer_style", "concise", confidence=0.3)
+
+    context = assemble(store, READ | {"budget_tokens": 50})
+
+    assert _attributes(context.items) == ["home_city", "answer_style"]
+    assert _attributes(context.skipped) == ["employer"]
+    assert context.used_tokens == sum(item.tokens for item in context.items) <= 50
+    assert all(item.text in context.text for item in context.items)
+
+
+def test_pluggable_token_counter(store: Store) -> None:
+    _put(store, "home_city", "Utrecht")
+    _put(store, "answer_style", "concise")
+
+    def one_token_per_word(text: str) -> int:
+        return len(text.split())
+
+    counted = assemble(store, READ | {"budget_tokens": 7}, count_tokens=one_token_per_word)
+
+    assert [item.tokens for item in counted.items] == [7]
+    assert estimate_tokens("12345678") == 2
+
+
+def test_other_scopes_never_enter_the_context(store: Store) -> None:
+    _put(store, "home_city", "Utrecht")
+    _put(store, "home_city", "Rotterdam", agent_id="sales")
+    _put(store, "home_city", "Delft", tenant_id="globex")
+
+    values = [item.value for item in assemble(store, READ | {"query": "city"}).items]
+    sales = assemble(store, READ | {"agent_id": "sales"}).items
+
+    assert values == ["Utrecht"]
+    assert [item.value for item in sales] == ["Rotterdam"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("budget_tokens", 0), ("subject", ""), ("tenant_id", " acme"), ("query", "a\x00b")],
+)
+def test_bad_context_queries_are_refused(store: Store, field: str, value: object) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        assemble(store, READ | {field: value})
+    assert refused.value.field == field

@@ -1,0 +1,120 @@
+"""Idempotency keys on put, promote and forget, also from several processes at once."""
+
+from __future__ import annotations
+
+import multiprocessing
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+
+import pipeline
+from pipeline.errors import IdempotencyConflict
+from pipeline.forget import forget
+from pipeline.lifecycle import promote
+from pipeline.models import ClaimRow, EventRow, FactRow, IdempotencyRow
+from pipeline.settings import Settings
+from pipeline.store import Store
+
+FACT = {
+    "tenant_id": "acme",
+    "subject": "mira",
+    "attribute": "home_city",
+    "value": "Utrecht",
+    "valid_from": "2026-03-01T00:00:00Z",
+    "source_episode_id": "ep-1",
+    "idempotency_key": "req-1",
+}
+
+
+def _counts(store: Store) -> tuple[int, ...]:
+    with store.transaction() as session:
+        return tuple(
+            session.scalar(select(func.count()).select_from(table)) or 0
+            for table in (ClaimRow, FactRow, EventRow, IdempotencyRow)
+        )
+
+
+def test_repeated_put_returns_the_first_result_and_writes_nothing(store: Store) -> None:
+    first = pipeline.put(store, FACT)
+    counts = _counts(store)
+
+    again = pipeline.put(store, FACT | {"valid_from": "2026-03-01T01:00:00+01:00"})  # same instant
+
+    assert again.fact == first.fact
+    assert again.written is False
+    assert _counts(store) == counts
+
+
+def test_key_reused_with_another_payload_is_refused(store: Store) -> None:
+    pipeline.put(store, FACT)
+    counts = _counts(store)
+
+    with pytest.raises(IdempotencyConflict):
+        pipeline.put(store, FACT | {"value": "Leiden"})
+
+    assert _counts(store) == counts
+    assert [
+        fact.value for fact in pipeline.get(store, {"tenant_id": "acme", "subject": "mira"})
+    ] == ["Utrecht"]
+
+
+def test_keys_are_per_tenant(store: Store) -> None:
+    acme = pipeline.put(store, FACT)
+    globex = pipeline.put(store, FACT | {"tenant_id": "globex"})
+
+    assert globex.fact.fact_id != acme.fact.fact_id
+    assert globex.fact.tenant_id == "globex"
+
+
+def test_repeated_promote_and_forget(store: Store) -> None:
+    quarantined = pipeline.put(store, FACT | {"trust": "untrusted", "idempotency_key": None})
+    command = {"tenant_id": "acme", "fact_id": quarantined.fact.fact_id, "idempotency_key": "p"}
+    promoted = promote(store, command)
+    counts = _counts(store)
+
+    assert promote(store, command).fact == promoted.fact  # not NotQuarantined: the first result
+    assert _counts(store) == counts
+
+    first = forget(store, {"tenant_id": "acme", "subject": "mira", "idempotency_key": "f"})
+    counts = _counts(store)
+    assert forget(store, {"tenant_id": "acme", "subject": "mira", "idempotency_key": "f"}) == first
+    assert first.hidden == 1
+    assert _counts(store) == counts
+    with pytest.raises(IdempotencyConflict):
+        forget(
+            store, {"tenant_id": "acme", "subject": "mira", "idempotency_key": "f", "purge": True}
+        )
+
+
+def _put_in_process(url: str, barrier: Any, results: Any) -> None:
+    store = Store(Settings(database_url=url))
+    barrier.wait()
+    try:
+        results.put(pipeline.put(store, FACT).fact.fact_id)
+    except Exception as error:  # report to the parent instead of dying silently
+        results.put(f"error: {type(error).__name__}: {error}")
+    finally:
+        store.dispose()
+
+
+@pytest.mark.slow
+def test_same_key_from_several_processes_applies_once(store: Store, database_url: str) -> None:
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(4)
+    results = context.Queue()
+    workers = [
+        context.Process(target=_put_in_process, args=(database_url, barrier, results))
+        for _ in range(4)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=60)
+
+    fact_ids = [results.get(timeout=5) for _ in workers]
+    assert len(set(fact_ids)) == 1, fact_ids
+    assert not fact_ids[0].startswith("error")
+    with store.transaction() as session:
+        assert session.scalar(select(func.count()).select_from(ClaimRow)) == 1
+        assert session.scalar(select(func.count()).select_from(IdempotencyRow)) == 1
