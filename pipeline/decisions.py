@@ -7,7 +7,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from pipeline.models import EventRow
@@ -49,20 +49,19 @@ def record(
 ) -> None:
     """Append one decision. `command` is set on the event that replay re-applies."""
     payload = {"decision": decision.value, "fact_ids": fact_ids or [], "command": command}
-    session.add(
-        EventRow(
-            kind=decision.value,
-            tenant_id=tenant_id,
-            subject=subject,
-            actor=actor,
-            occurred_at=occurred_at,
-            idempotency_key=idempotency_key,
-            fact_ids=fact_ids or [],
-            command=command,
-            content_hash=content_hash(payload),
-            reason=reason,
-        )
-    )
+    event = {
+        "kind": decision.value,
+        "tenant_id": tenant_id,
+        "subject": subject,
+        "actor": actor,
+        "occurred_at": occurred_at,
+        "idempotency_key": idempotency_key,
+        "fact_ids": fact_ids or [],
+        "command": command,
+        "content_hash": content_hash(payload),
+        "reason": reason,
+    }
+    session.connection().execute(insert(EventRow), [event])
 
 
 def change_reason(change: Change, by: str) -> str:

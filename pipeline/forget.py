@@ -19,6 +19,7 @@ from pipeline import decisions, idempotency
 from pipeline.decisions import Decision
 from pipeline.errors import ConflictError
 from pipeline.models import ClaimRow, EventRow, FactRow, IdempotencyRow
+from pipeline.projection import subject_lock_name
 from pipeline.store import Store
 from pipeline.validation import parse
 from schemas.commands import ForgetSubject
@@ -45,7 +46,7 @@ def forget(store: Store, command: ForgetSubject | Mapping[str, Any]) -> ForgetRe
     def work(session: Session) -> ForgetResult | ConflictError:
         def apply() -> ForgetResult:
             # Exclusive: no write to this subject may interleave with its forgetting.
-            store.lock(session, "subject", command.tenant_id, command.subject)
+            store.lock(session, subject_lock_name(command.tenant_id, command.subject))
             now = store.clock()
             hidden = apply_forget(session, command.tenant_id, command.subject, command.purge, now)
             decisions.record(

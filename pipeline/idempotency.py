@@ -33,7 +33,7 @@ def once(
     key = command.idempotency_key
     if key is None:
         return apply()
-    store.lock(session, "idempotency", command.tenant_id, key)
+    store.lock(session, ("idempotency", command.tenant_id, key))
     digest = content_hash(command.model_dump(mode="json", exclude={"idempotency_key"}))
     seen = session.get(IdempotencyRow, (command.tenant_id, key))
     if seen is not None:

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from pipeline import decisions, idempotency
@@ -26,10 +25,10 @@ from pipeline.models import ClaimRow, FactRow
 from pipeline.projection import (
     Change,
     SlotKey,
+    SlotState,
     as_claim,
-    current_fact,
-    load_claims,
-    load_current,
+    insert_rows,
+    load_slot,
     new_version,
     reproject,
     row_values,
@@ -140,8 +139,7 @@ def apply_claim(
     """Judge and store one resolved claim. `command` is None during replay: nothing is judged
     or logged then, because the log already holds the original decision."""
     key = SlotKey.of(claim)
-    store.lock(session, "subject", claim.tenant_id, claim.subject, shared=True)
-    store.lock(session, *key.lock_name())
+    store.lock(session, key.lock_name(), shared=(key.subject_lock_name(),))
     log = _Log(session, claim, command)
 
     if claim.trust is Trust.UNTRUSTED:
@@ -149,26 +147,27 @@ def apply_claim(
         log.event(Decision.QUARANTINE, [claim.claim_id], "untrusted source: hidden until promoted")
         return PutResult(fact, written=True)
 
+    state = load_slot(session, key)
     if command is not None:
-        problem = _refusal(session, key, claim, command)
+        problem = _refusal(state, claim, command)
         if problem is not None:
             log.event(refusal_decision(problem), [], str(problem))
             return problem
 
-    session.execute(insert(ClaimRow).values(**claim_columns(claim)))
-    changes = reproject(session, key, claim.recorded_at)
+    insert_rows(session, ClaimRow, [claim_columns(claim)])
+    state.add(claim)
+    changes = reproject(session, key, claim.recorded_at, state)
     written = next((change for change in changes if change.fact_id == claim.claim_id), None)
     if written is None:
-        holder = holding_at(stored_intervals(load_current(session, key)), claim.valid_from)
+        # Nothing changed, so the slot's stored facts are still those read above.
+        holder = holding_at(stored_intervals(state.current), claim.valid_from)
         assert holder is not None, "an accepted claim always holds at its valid_from"
         log.event(
             Decision.RESTATE,
             [holder.fact_id],
             "the ledger already holds this value; the claim is kept as provenance",
         )
-        row = current_fact(session, holder.fact_id)
-        assert row is not None
-        return PutResult(to_fact(row_values(row)), written=False)
+        return PutResult(to_fact(row_values(state.current[holder.fact_id])), written=False)
     log.event(Decision.WRITE, [claim.claim_id])
     for change in changes:
         if change is not written:
@@ -176,14 +175,11 @@ def apply_claim(
     return PutResult(to_fact(written.after), written=True)
 
 
-def _refusal(
-    session: Session, key: SlotKey, claim: ClaimRecord, command: PutFact
-) -> ConflictError | None:
+def _refusal(state: SlotState, claim: ClaimRecord, command: PutFact) -> ConflictError | None:
     """Why the claim may not be written, or None. Decided before anything is changed."""
     if command.expected_version is not None:
-        current = load_current(session, key)
-        holder: Interval | None = holding_at(stored_intervals(current), claim.valid_from)
-        actual = current[holder.fact_id].version if holder else 0
+        holder: Interval | None = holding_at(stored_intervals(state.current), claim.valid_from)
+        actual = state.current[holder.fact_id].version if holder else 0
         if actual != command.expected_version:
             return VersionConflict(
                 f"expected_version {command.expected_version}, but the fact holding at "
@@ -191,12 +187,12 @@ def _refusal(
                 expected=command.expected_version,
                 actual=actual,
             )
-    return trust_refusal(session, key, claim)
+    return trust_refusal(state, claim)
 
 
-def trust_refusal(session: Session, key: SlotKey, claim: ClaimRecord) -> ConflictError | None:
+def trust_refusal(state: SlotState, claim: ClaimRecord) -> ConflictError | None:
     """FactConflict or TrustRejected when another value already holds from the same instant."""
-    rows = {row.claim_id: row for row in load_claims(session, key)}
+    rows = state.claims
     verdict, rival = judge((as_claim(row) for row in rows.values()), as_claim(claim))
     if verdict is Verdict.ACCEPT or rival is None:
         return None
@@ -219,7 +215,7 @@ def refusal_decision(problem: ConflictError) -> Decision:
 
 
 def _quarantine(session: Session, claim: ClaimRecord) -> Fact:
-    session.execute(insert(ClaimRow).values(**claim_columns(claim), quarantined=True))
+    insert_rows(session, ClaimRow, [claim_columns(claim) | {"quarantined": True}])
     row = new_version(
         claim,
         version=1,
@@ -228,12 +224,13 @@ def _quarantine(session: Session, claim: ClaimRecord) -> Fact:
         supersedes=None,
         now=claim.recorded_at,
     )
-    session.execute(insert(FactRow).values(**row))
+    insert_rows(session, FactRow, [row])
     return to_fact(row)
 
 
 def claim_columns(claim: ClaimRecord) -> dict[str, Any]:
     return claim.model_dump() | {
+        "quarantined": False,
         "slot": claim.slot,
         "cardinality": claim.cardinality.value,
         "trust": claim.trust.value,

@@ -20,6 +20,7 @@ from pipeline.projection import (
     Change,
     SlotKey,
     current_fact,
+    load_slot,
     new_version,
     record_of,
     reproject,
@@ -62,8 +63,7 @@ def _promote(
         # Another tenant's fact is reported exactly like a missing one.
         raise NotFound(f"no fact {command.fact_id} in tenant {command.tenant_id}")
     key = SlotKey.of(found)
-    store.lock(session, "subject", key.tenant_id, key.subject, shared=True)
-    store.lock(session, *key.lock_name())
+    store.lock(session, key.lock_name(), shared=(key.subject_lock_name(),))
     row = current_fact(session, command.fact_id)  # again, now that the key is locked
     assert row is not None
 
@@ -114,9 +114,8 @@ def _promotion_refusal(
         return NotQuarantined(f"fact {row.fact_id} expired at {format_utc(row.expires_at)}")
     claim = session.get(ClaimRow, row.fact_id)
     assert claim is not None
-    return trust_refusal(
-        session, key, record_of(claim).model_copy(update={"trust": Trust.VERIFIED})
-    )
+    promoted = record_of(claim).model_copy(update={"trust": Trust.VERIFIED})
+    return trust_refusal(load_slot(session, key), promoted)
 
 
 def apply_promotion(session: Session, key: SlotKey, fact_id: str, now: datetime) -> list[Change]:
@@ -128,7 +127,7 @@ def apply_promotion(session: Session, key: SlotKey, fact_id: str, now: datetime)
         .execution_options(synchronize_session=False)
     )
     session.expire_all()
-    return reproject(session, key, now)
+    return reproject(session, key, now, load_slot(session, key))
 
 
 def _log(
@@ -200,8 +199,7 @@ def _due(now: datetime) -> list[Any]:
 def _expire_key(
     store: Store, session: Session, key: SlotKey, now: datetime, actor: str
 ) -> list[str]:
-    store.lock(session, "subject", key.tenant_id, key.subject, shared=True)
-    store.lock(session, *key.lock_name())
+    store.lock(session, key.lock_name(), shared=(key.subject_lock_name(),))
     fact_ids = apply_expiry(session, key, now)
     if fact_ids:
         decisions.record(

@@ -9,15 +9,15 @@ inserts: the database checks non-overlap at every statement.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
 from pipeline.intervals import Claim, Interval, holding_at, project
-from pipeline.models import ClaimRow, FactRow
+from pipeline.models import Base, ClaimRow, FactRow
 from schemas.facts import ClaimRecord, Fact, FactStatus, Trust
 
 AnyClaim = ClaimRow | ClaimRecord
@@ -43,6 +43,9 @@ class SlotKey:
         # Lock the whole attribute, not the slot: a multi-valued key is small and rarely hot.
         return ("key", self.tenant_id, self.agent_id, self.purpose, self.subject, self.attribute)
 
+    def subject_lock_name(self) -> tuple[str, ...]:
+        return subject_lock_name(self.tenant_id, self.subject)
+
     def matches(self, table: type[ClaimRow] | type[FactRow]) -> list[Any]:
         return [
             table.tenant_id == self.tenant_id,
@@ -53,6 +56,14 @@ class SlotKey:
             table.slot == self.slot,
             table.forgotten_at.is_(None),
         ]
+
+
+SLOT_FIELDS = [field.name for field in fields(SlotKey)]
+
+
+def subject_lock_name(tenant_id: str, subject: str) -> tuple[str, ...]:
+    """Writers hold it shared, forget holds it exclusively: forgetting never interleaves."""
+    return ("subject", tenant_id, subject)
 
 
 @dataclass(frozen=True)
@@ -92,14 +103,29 @@ def as_claim(row: AnyClaim) -> Claim:
     )
 
 
+def _in_slot(table: type[ClaimRow] | type[FactRow]) -> list[Any]:
+    return [getattr(table, name) == bindparam(name) for name in SLOT_FIELDS] + [
+        table.forgotten_at.is_(None)
+    ]
+
+
+# Built once: the write path runs these on every put, and building them costs more than running.
+_CLAIMS_OF_SLOT = select(ClaimRow).where(*_in_slot(ClaimRow), ClaimRow.quarantined.is_(False))
+_CURRENT_OF_SLOT = select(FactRow).where(*_in_slot(FactRow), FactRow.superseded_at.is_(None))
+
+
 def load_claims(session: Session, key: SlotKey) -> list[ClaimRow]:
-    query = select(ClaimRow).where(*key.matches(ClaimRow), ClaimRow.quarantined.is_(False))
-    return list(session.scalars(query))
+    return list(session.scalars(_CLAIMS_OF_SLOT, asdict(key)))
 
 
 def load_current(session: Session, key: SlotKey) -> dict[str, FactRow]:
-    query = select(FactRow).where(*key.matches(FactRow), FactRow.superseded_at.is_(None))
-    return {row.fact_id: row for row in session.scalars(query)}
+    return {row.fact_id: row for row in session.scalars(_CURRENT_OF_SLOT, asdict(key))}
+
+
+def insert_rows(session: Session, table: type[Base], rows: list[dict[str, Any]]) -> None:
+    """Plain Core INSERTs: no ORM unit of work on the write path."""
+    if rows:
+        session.connection().execute(insert(table), rows)
 
 
 def stored_intervals(current: Mapping[str, FactRow]) -> list[Interval]:
@@ -158,14 +184,29 @@ def write_versions(session: Session, changes: list[Change], now: datetime) -> No
             .values(superseded_at=now)
             .execution_options(synchronize_session=False)
         )
-    if changes:
-        session.execute(insert(FactRow), [dict(change.after) for change in changes])
+    insert_rows(session, FactRow, [dict(change.after) for change in changes])
 
 
-def reproject(session: Session, key: SlotKey, now: datetime) -> list[Change]:
-    """Re-project the slot from its claims and write the difference. Caller holds the key lock."""
-    claims = {row.claim_id: row for row in load_claims(session, key)}
-    current = load_current(session, key)
+@dataclass
+class SlotState:
+    """What a write needs to know about one slot, read once after its lock is held."""
+
+    claims: dict[str, AnyClaim]
+    current: dict[str, FactRow]
+
+    def add(self, claim: AnyClaim) -> None:
+        self.claims[claim.claim_id] = claim
+
+
+def load_slot(session: Session, key: SlotKey) -> SlotState:
+    claims: dict[str, AnyClaim] = {row.claim_id: row for row in load_claims(session, key)}
+    return SlotState(claims, load_current(session, key))
+
+
+def reproject(session: Session, key: SlotKey, now: datetime, state: SlotState) -> list[Change]:
+    """Re-project the slot from its claims and write the difference. Caller holds the key lock
+    and passes the slot as it stands, including any claim it just added."""
+    claims, current = state.claims, state.current
     # Transaction time never runs backwards for a fact, even if this host's clock does.
     now = max([now, *(row.recorded_at for row in current.values())])
     before = stored_intervals(current)

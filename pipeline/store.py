@@ -49,6 +49,8 @@ def utc_now() -> datetime:
 def is_transient(error: BaseException) -> bool:
     if not isinstance(error, DBAPIError):
         return False
+    if error.connection_invalidated:  # the server went away; a fresh connection may work
+        return True
     cause = error.orig
     if isinstance(cause, psycopg.Error):
         return cause.sqlstate in _TRANSIENT_SQLSTATES
@@ -57,7 +59,7 @@ def is_transient(error: BaseException) -> bool:
     return False
 
 
-def _engine(url: str) -> Engine:
+def _engine(url: str, lock_timeout_ms: int) -> Engine:
     try:
         parsed = make_url(url)
     except Exception:  # sqlalchemy raises ArgumentError or ValueError depending on the flaw
@@ -68,7 +70,13 @@ def _engine(url: str) -> Engine:
         event.listen(engine, "begin", _sqlite_begin)
         return engine
     if parsed.get_backend_name() == "postgresql":
-        return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
+        # A lock wait longer than this fails the transaction, which `Store.run` retries.
+        options = f"-c lock_timeout={int(lock_timeout_ms)}"
+        # No pre-ping: it costs a round trip per transaction. A connection found dead is
+        # invalidated by SQLAlchemy and the transaction retried by `Store.run` instead.
+        return create_engine(
+            url, pool_size=5, max_overflow=5, pool_recycle=1800, connect_args={"options": options}
+        )
     raise InvalidInput(
         "SGAM_DATABASE_URL", "only sqlite:/// and postgresql+psycopg:// are supported"
     )
@@ -103,7 +111,7 @@ class Store:
         self.settings = settings
         self.clock = clock
         self.catalog = catalog if catalog is not None else load_catalog(settings.catalog_path)
-        self.engine = _engine(settings.database_url)
+        self.engine = _engine(settings.database_url, settings.lock_timeout_ms)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     @property
@@ -139,10 +147,6 @@ class Store:
     @contextmanager
     def transaction(self) -> Iterator[Session]:
         with self._sessions() as session, session.begin():
-            if self.is_postgres:
-                session.execute(
-                    text(f"SET LOCAL lock_timeout = {int(self.settings.lock_timeout_ms)}")
-                )
             yield session
 
     def run(self, work: Callable[[Session], T]) -> T:
@@ -163,15 +167,26 @@ class Store:
             ) from exhausted
         raise AssertionError("unreachable: tenacity either returns or raises")
 
-    def lock(self, session: Session, *parts: str, shared: bool = False) -> None:
-        """Hold a lock on a logical name until the transaction ends (Postgres only: SQLite
-        already holds its database-wide write lock)."""
+    def lock(
+        self,
+        session: Session,
+        *names: tuple[str, ...],
+        shared: tuple[tuple[str, ...], ...] = (),
+    ) -> None:
+        """Hold locks on logical names until the transaction ends, in one round trip: first
+        the `shared` ones, then `names` exclusively (Postgres only: SQLite already holds its
+        database-wide write lock). Callers take locks in the order idempotency key, subject,
+        attribute, so no two transactions wait on each other in a cycle."""
         if not self.is_postgres:
             return
-        function = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
-        session.execute(
-            text(f"SELECT {function}(hashtextextended(:name, 0))"), {"name": "\x1f".join(parts)}
+        calls = [("pg_advisory_xact_lock_shared", name) for name in shared]
+        calls += [("pg_advisory_xact_lock", name) for name in names]
+        selects = ", ".join(
+            f"{function}(hashtextextended(:n{index}, 0))"
+            for index, (function, _) in enumerate(calls)
         )
+        params = {f"n{index}": "\x1f".join(name) for index, (_, name) in enumerate(calls)}
+        session.execute(text(f"SELECT {selects}"), params)
 
     def dispose(self) -> None:
         self.engine.dispose()
