@@ -15,14 +15,14 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from pipeline.read import get
+from pipeline.read import SubjectQuery, get
 from pipeline.store import Store
 from pipeline.validation import parse
 from schemas.catalog import Catalog
 from schemas.facts import Fact, format_utc
-from schemas.fields import Identifier, Text
+from schemas.fields import Text
 
 TokenCounter = Callable[[str], int]
 _WORD = re.compile(r"\w+")
@@ -34,13 +34,7 @@ def estimate_tokens(text: str) -> int:
     return max(1, math.ceil(len(text) / 4))
 
 
-class ContextQuery(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    tenant_id: Identifier
-    agent_id: Identifier = "default"
-    purpose: Identifier = "default"
-    subject: Identifier
+class ContextQuery(SubjectQuery):
     query: Text | None = None
     budget_tokens: int = Field(default=500, ge=1, le=1_000_000)
 

@@ -21,13 +21,18 @@ from schemas.facts import Fact, FactStatus
 from schemas.fields import Identifier, UtcDatetime
 
 
-class FactQuery(BaseModel):
+class SubjectQuery(BaseModel):
+    """Whose memory a read may see: one subject within one tenant, agent and purpose."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     tenant_id: Identifier
     agent_id: Identifier = "default"
     purpose: Identifier = "default"
     subject: Identifier
+
+
+class FactQuery(SubjectQuery):
     attribute: Identifier | None = None
     at: UtcDatetime | None = None
     known_at: UtcDatetime | None = None
