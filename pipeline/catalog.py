@@ -38,10 +38,14 @@ def parse_catalog(source: str, name: str, *, toml: bool) -> Catalog:
     except ValidationError as exc:
         error = exc.errors()[0]
         loc: Location = tuple(error["loc"])
+        message = error["msg"].removeprefix("Value error, ")
+        if not loc and ": " in message:  # a whole-catalogue check names its entry itself
+            path, message = message.split(": ", 1)
+            loc = tuple(path.split("."))
         line = _nearest_line(lines, loc)
         where = f"{name}:{line}" if line else name
         path = ".".join(str(part) for part in loc) or "(top level)"
-        raise CatalogError(where, f"{path}: {error['msg']}") from None
+        raise CatalogError(where, f"{path}: {message}") from None
 
 
 def _parse_yaml(source: str, name: str) -> tuple[Any, dict[Location, int]]:

@@ -4,7 +4,8 @@ A *claim* is one accepted statement "value holds from valid_from (until valid_to
 current belief for one slot (a single-valued key, or one value of a multi-valued key) is a pure
 function of its claims, so the result never depends on arrival order:
 
-1. At each valid_from the claim with the highest trust wins (ties: the earliest recorded).
+1. At each valid_from the claim with the highest trust wins (ties between equal values: the
+   one with the earliest explicit end, then the earliest recorded).
 2. Every winner holds until the next boundary after its start. Boundaries are the winners'
    starts and their explicit ends, so a fact inside an interval closes it and inherits its end,
    and a late fact before all others ends where the next one starts.
@@ -17,7 +18,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 
 
@@ -42,12 +43,20 @@ class Interval:
         return self.valid_from <= moment and (self.valid_to is None or moment < self.valid_to)
 
 
-def _outranks(a: Claim, b: Claim) -> bool:
-    return (a.trust_rank, _earlier(a, b)) > (b.trust_rank, _earlier(b, a))
+def _precedence(claim: Claim) -> tuple[int, bool, datetime, tuple[datetime, str]]:
+    """Smaller goes first among claims with the same valid_from: the highest trust; then, for
+    the same value, an explicit end before an open one and the earlier end first (the end is
+    what such claims disagree on, and content must decide, not arrival); then the earliest
+    recorded."""
+    return (
+        -claim.trust_rank,
+        claim.valid_to is None,
+        claim.valid_to or _END_OF_TIME,
+        claim.recorded_order,
+    )
 
 
-def _earlier(a: Claim, b: Claim) -> bool:
-    return a.recorded_order < b.recorded_order
+_END_OF_TIME = datetime.max.replace(tzinfo=UTC)
 
 
 def winners(claims: Iterable[Claim]) -> list[Claim]:
@@ -55,7 +64,7 @@ def winners(claims: Iterable[Claim]) -> list[Claim]:
     best: dict[datetime, Claim] = {}
     for claim in claims:
         current = best.get(claim.valid_from)
-        if current is None or _outranks(claim, current):
+        if current is None or _precedence(claim) < _precedence(current):
             best[claim.valid_from] = claim
     return [best[start] for start in sorted(best)]
 

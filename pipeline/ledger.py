@@ -6,7 +6,7 @@ import hashlib
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -28,6 +28,7 @@ from pipeline.projection import (
     SlotState,
     as_claim,
     insert_rows,
+    load_current,
     load_slot,
     new_version,
     reproject,
@@ -65,8 +66,10 @@ def put(store: Store, command: PutFact | Mapping[str, Any]) -> PutResult:
 
     def work(session: Session) -> PutResult | ConflictError:
         def apply() -> PutResult | ConflictError:
+            lock_key(store, session, SlotKey.of(command))
+            # The clock is read under the lock, so recorded_at follows the order of writes.
             claim = resolve(store, command, claim_id=claim_id, now=store.clock())
-            return apply_claim(store, session, claim, command=command)
+            return apply_claim(store, session, claim, command=command, locked=True)
 
         return idempotency.once(store, session, command, apply, PutResult.from_json)
 
@@ -133,21 +136,35 @@ def resolve(store: Store, command: PutFact, *, claim_id: str, now: datetime) -> 
     )
 
 
+def lock_key(store: Store, session: Session, key: SlotKey) -> None:
+    store.lock(session, key.lock_name(), shared=(key.subject_lock_name(),))
+
+
 def apply_claim(
-    store: Store, session: Session, claim: ClaimRecord, *, command: PutFact | None
+    store: Store,
+    session: Session,
+    claim: ClaimRecord,
+    *,
+    command: PutFact | None,
+    locked: bool = False,
 ) -> PutResult | ConflictError:
     """Judge and store one resolved claim. `command` is None during replay: nothing is judged
     or logged then, because the log already holds the original decision."""
     key = SlotKey.of(claim)
-    store.lock(session, key.lock_name(), shared=(key.subject_lock_name(),))
-    log = _Log(session, claim, command)
+    if not locked:
+        lock_key(store, session, key)
 
     if claim.trust is Trust.UNTRUSTED:
         fact = _quarantine(session, claim)
-        log.event(Decision.QUARANTINE, [claim.claim_id], "untrusted source: hidden until promoted")
+        _Log(session, claim, command).event(
+            Decision.QUARANTINE, [claim.claim_id], "untrusted source: hidden until promoted"
+        )
         return PutResult(fact, written=True)
 
     state = load_slot(session, key)
+    if command is not None:
+        claim = _after_earlier_claims(claim, state)
+    log = _Log(session, claim, command)
     if command is not None:
         problem = _refusal(state, claim, command)
         if problem is not None:
@@ -158,21 +175,35 @@ def apply_claim(
     state.add(claim)
     changes = reproject(session, key, claim.recorded_at, state)
     written = next((change for change in changes if change.fact_id == claim.claim_id), None)
-    if written is None:
-        # Nothing changed, so the slot's stored facts are still those read above.
-        holder = holding_at(stored_intervals(state.current), claim.valid_from)
-        assert holder is not None, "an accepted claim always holds at its valid_from"
-        log.event(
-            Decision.RESTATE,
-            [holder.fact_id],
-            "the ledger already holds this value; the claim is kept as provenance",
-        )
-        return PutResult(to_fact(row_values(state.current[holder.fact_id])), written=False)
-    log.event(Decision.WRITE, [claim.claim_id])
+    if written is not None:
+        holder = written.after
+        log.event(Decision.WRITE, [claim.claim_id])
+    else:
+        # The claim joined a fact that already holds its value: provenance, or (when its
+        # end differs) a new version of that fact.
+        current = load_current(session, key) if changes else state.current
+        interval = holding_at(stored_intervals(current), claim.valid_from)
+        assert interval is not None, "an accepted claim always holds at its valid_from"
+        holder = row_values(current[interval.fact_id])
+        reason = "the claim joins the fact that holds its value"
+        log.event(Decision.WRITE if changes else Decision.RESTATE, [interval.fact_id], reason)
     for change in changes:
-        if change is not written:
+        if change.fact_id != holder["fact_id"]:
             log.derived(Decision.SUPERSEDE, change, claim.claim_id)
-    return PutResult(to_fact(written.after), written=True)
+    return PutResult(to_fact(holder), written=bool(changes))
+
+
+def _after_earlier_claims(claim: ClaimRecord, state: SlotState) -> ClaimRecord:
+    """Order the claim after every claim of its slot even if this host's clock lags, so an
+    equal claim arriving later can never displace the one that came first."""
+    latest = max((other.recorded_at for other in state.claims.values()), default=None)
+    if latest is None or claim.recorded_at > latest:
+        return claim
+    shift = latest - claim.recorded_at + timedelta(microseconds=1)
+    expires_at = claim.expires_at + shift if claim.expires_at is not None else None
+    return claim.model_copy(
+        update={"recorded_at": claim.recorded_at + shift, "expires_at": expires_at}
+    )
 
 
 def _refusal(state: SlotState, claim: ClaimRecord, command: PutFact) -> ConflictError | None:

@@ -64,7 +64,8 @@ class UtcDateTime(TypeDecorator[datetime]):
             raise ValueError("naive datetime reached the store")
         value = value.astimezone(UTC)
         if dialect.name == "sqlite":
-            return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            # Four-digit year even before 1000: strftime does not pad it on every platform.
+            return f"{value.year:04d}" + value.strftime("-%m-%dT%H:%M:%S.%fZ")
         return value
 
     def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:

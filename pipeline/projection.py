@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from pipeline.intervals import Claim, Interval, holding_at, project
 from pipeline.models import Base, ClaimRow, FactRow
+from schemas.commands import PutFact
 from schemas.facts import ClaimRecord, Fact, FactStatus, Trust
 
 AnyClaim = ClaimRow | ClaimRecord
@@ -36,8 +37,9 @@ class SlotKey:
     slot: str
 
     @classmethod
-    def of(cls, row: AnyClaim | FactRow) -> SlotKey:
-        return cls(row.tenant_id, row.agent_id, row.purpose, row.subject, row.attribute, row.slot)
+    def of(cls, row: AnyClaim | FactRow | PutFact) -> SlotKey:
+        slot = "" if isinstance(row, PutFact) else row.slot  # a command only locks its key
+        return cls(row.tenant_id, row.agent_id, row.purpose, row.subject, row.attribute, slot)
 
     def lock_name(self) -> tuple[str, ...]:
         # Lock the whole attribute, not the slot: a multi-valued key is small and rarely hot.
@@ -111,7 +113,11 @@ def _in_slot(table: type[ClaimRow] | type[FactRow]) -> list[Any]:
 
 # Built once: the write path runs these on every put, and building them costs more than running.
 _CLAIMS_OF_SLOT = select(ClaimRow).where(*_in_slot(ClaimRow), ClaimRow.quarantined.is_(False))
-_CURRENT_OF_SLOT = select(FactRow).where(*_in_slot(FactRow), FactRow.superseded_at.is_(None))
+_CURRENT_OF_SLOT = (
+    select(FactRow)
+    .where(*_in_slot(FactRow), FactRow.superseded_at.is_(None))
+    .execution_options(populate_existing=True)  # rows read earlier may have been closed since
+)
 
 
 def load_claims(session: Session, key: SlotKey) -> list[ClaimRow]:

@@ -98,11 +98,13 @@ class Catalog(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> Catalog:
+        # Messages start with the path of the offending entry so the loader can name its line.
         for name, spec in self.attributes.items():
             if not re.match(_NAME, name):
-                raise ValueError(f"attribute name {name!r} must match {_NAME}")
+                raise ValueError(f"attributes.{name}: the name must match {_NAME}")
             if spec.kind not in self.kinds:
-                raise ValueError(f"attribute {name!r} has unknown kind {spec.kind!r}")
+                known = ", ".join(sorted(self.kinds))
+                raise ValueError(f"attributes.{name}.kind: unknown kind {spec.kind!r} ({known})")
         return self
 
     def retention(self, attribute: str) -> timedelta:

@@ -58,7 +58,12 @@ def to_utc(value: object) -> datetime:
         raise ValueError("must be an ISO 8601 timestamp string or a datetime")
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValueError("has no UTC offset; add Z or +HH:MM (naive timestamps are ambiguous)")
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(
+            "is out of range: outside the years 1 to 9999 once converted to UTC"
+        ) from None
 
 
 def canonical_json(value: Any) -> str:

@@ -196,20 +196,22 @@ def _guard_overlaps() -> None:
             f") WHERE ({HOLDING})"
         )
     else:
-        # SQLite has no exclusion constraints; a trigger refuses the same rows.
-        op.execute(
-            "CREATE TRIGGER facts_no_overlap BEFORE INSERT ON facts "
-            "WHEN NEW.superseded_at IS NULL AND NEW.status IN ('active', 'expired') "
-            "AND NEW.forgotten_at IS NULL "
-            "BEGIN SELECT RAISE(ABORT, 'overlapping current-belief interval') "
-            "WHERE EXISTS (SELECT 1 FROM facts f WHERE f.superseded_at IS NULL "
-            "AND f.status IN ('active', 'expired') AND f.forgotten_at IS NULL "
-            "AND f.tenant_id = NEW.tenant_id AND f.agent_id = NEW.agent_id "
-            "AND f.purpose = NEW.purpose AND f.subject = NEW.subject "
-            "AND f.attribute = NEW.attribute AND f.slot = NEW.slot "
-            "AND (f.valid_to IS NULL OR f.valid_to > NEW.valid_from) "
-            "AND (NEW.valid_to IS NULL OR NEW.valid_to > f.valid_from)); END"
-        )
+        # SQLite has no exclusion constraints; triggers refuse the same rows.
+        for event, other in (("INSERT", ""), ("UPDATE", "AND f.row_id <> NEW.row_id ")):
+            op.execute(
+                f"CREATE TRIGGER facts_no_overlap_{event.lower()} BEFORE {event} ON facts "
+                "WHEN NEW.superseded_at IS NULL AND NEW.status IN ('active', 'expired') "
+                "AND NEW.forgotten_at IS NULL "
+                "BEGIN SELECT RAISE(ABORT, 'overlapping current-belief interval') "
+                "WHERE EXISTS (SELECT 1 FROM facts f WHERE f.superseded_at IS NULL "
+                "AND f.status IN ('active', 'expired') AND f.forgotten_at IS NULL "
+                f"{other}"
+                "AND f.tenant_id = NEW.tenant_id AND f.agent_id = NEW.agent_id "
+                "AND f.purpose = NEW.purpose AND f.subject = NEW.subject "
+                "AND f.attribute = NEW.attribute AND f.slot = NEW.slot "
+                "AND (f.valid_to IS NULL OR f.valid_to > NEW.valid_from) "
+                "AND (NEW.valid_to IS NULL OR NEW.valid_to > f.valid_from)); END"
+            )
     # At most one open-ended current row per slot, on both stores.
     op.execute(
         f"CREATE UNIQUE INDEX uq_facts_one_open ON facts ({SLOT}) "

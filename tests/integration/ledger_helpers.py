@@ -1,0 +1,82 @@
+"""Helpers shared by the ledger integration tests (imported, not collected)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+import pipeline
+from pipeline.cli import run
+from pipeline.store import Store
+from schemas.facts import Fact
+
+LEDGER_TABLES = ("facts", "claims", "events")
+
+
+def utc(text_value: str) -> datetime:
+    """An aware UTC datetime from RFC 3339 text."""
+    return datetime.fromisoformat(text_value).astimezone(UTC)
+
+
+def count_rows(store: Store, table: str, **where: str) -> int:
+    clause = " AND ".join(f"{column} = :{column}" for column in where) or "1 = 1"
+    with store.engine.connect() as connection:
+        value = connection.execute(
+            text(f"SELECT count(*) FROM {table} WHERE {clause}"), where
+        ).scalar_one()
+    return int(value)
+
+
+def ledger_counts(store: Store, **where: str) -> dict[str, int]:
+    return {table: count_rows(store, table, **where) for table in LEDGER_TABLES}
+
+
+def put(store: Store, key: Mapping[str, Any], **fields: Any) -> pipeline.PutResult:
+    """`pipeline.put` with a default source episode."""
+    return pipeline.put(store, {"source_episode_id": "ep", **key, **fields})
+
+
+def one_at(store: Store, key: Mapping[str, Any], at: str, known_at: str | None = None) -> Fact:
+    query = {**key, "at": at, "known_at": known_at}
+    (fact,) = pipeline.get(store, query)
+    return fact
+
+
+def timeline(facts: list[Fact]) -> list[tuple[str, str | None, Any]]:
+    """(valid_from, valid_to, value) of each fact, with RFC 3339 text for readability."""
+    return [
+        (
+            fact.valid_from.isoformat(),
+            fact.valid_to.isoformat() if fact.valid_to is not None else None,
+            fact.value,
+        )
+        for fact in facts
+    ]
+
+
+def assert_no_overlap(facts: list[Fact]) -> None:
+    ordered = sorted(facts, key=lambda fact: fact.valid_from)
+    for fact in ordered:
+        assert fact.valid_to is None or fact.valid_from < fact.valid_to
+    for before, after in zip(ordered, ordered[1:], strict=False):
+        assert before.valid_to is not None, f"{before.fact_id} is open but {after.fact_id} follows"
+        assert before.valid_to <= after.valid_from
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """Run the CLI in-process; returns (exit code, stdout, stderr)."""
+    capsys.readouterr()
+    code = run(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def cli_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any]:
+    code, out, err = cli(capsys, *args, "--json")
+    assert out, f"no output; stderr: {err}"
+    return code, json.loads(out)

@@ -1,0 +1,231 @@
+"""The seed's passport-deadline trace (e1, the correction e2, the late e0) on both backends,
+through the Python API, the command line, and `sgam demo`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import pipeline
+from pipeline.cli import run
+from pipeline.store import Store
+from tests.integration.ledger_helpers import assert_no_overlap, cli, cli_json, one_at, put, timeline
+
+KEY = {"tenant_id": "acme", "subject": "mira", "attribute": "passport_deadline"}
+E1 = {"value": "2026-07-15", "valid_from": "2026-06-01T09:00:00Z", "source_episode_id": "e1"}
+E2 = {"value": "2026-06-30", "valid_from": "2026-06-03T10:00:00Z", "source_episode_id": "e2"}
+E0 = {"value": "2026-08-01", "valid_from": "2026-05-30T08:00:00Z", "source_episode_id": "e0"}
+NOW = "2026-06-04T00:00:00Z"
+BEFORE_CORRECTION = "2026-06-02T00:00:00Z"
+BEFORE_E1 = "2026-05-31T00:00:00Z"
+
+SEED_OUTPUT = """\
+Naive text memory:
+  returned episode: e1: Mira prefers concise answers. Her passport deadline is 2026-07-15.
+
+SGAM current state:
+  mira.passport_deadline = 2026-06-30
+  valid_from=2026-06-03T10:00:00Z, source=e2
+
+SGAM point-in-time state:
+  on 2026-06-02, mira.passport_deadline = 2026-07-15
+"""
+
+
+def test_seed_trace_through_the_api(store: Store) -> None:
+    e1 = put(store, KEY, **E1)
+    e2 = put(store, KEY, **E2)
+    assert e1.written
+    assert e2.written
+
+    current = one_at(store, KEY, NOW)
+    assert (current.value, current.source_episode_id) == ("2026-06-30", "e2")
+    historical = one_at(store, KEY, BEFORE_CORRECTION)
+    assert (historical.value, historical.source_episode_id) == ("2026-07-15", "e1")
+    assert current.supersedes_fact_id == historical.fact_id
+    assert historical.fact_id == e1.fact.fact_id
+    assert historical.valid_to == current.valid_from
+
+    # A delayed extraction predates e1: it ends at e1's start and e2 stays current.
+    e0 = put(store, KEY, **E0)
+    assert e0.written
+    delayed = one_at(store, KEY, BEFORE_E1)
+    assert (delayed.value, delayed.source_episode_id) == ("2026-08-01", "e0")
+    current = one_at(store, KEY, NOW)
+    assert (current.value, current.source_episode_id) == ("2026-06-30", "e2")
+    assert pipeline.get(store, KEY)[0].fact_id == current.fact_id
+
+    assert timeline(pipeline.history(store, KEY)) == [
+        ("2026-05-30T08:00:00+00:00", "2026-06-01T09:00:00+00:00", "2026-08-01"),
+        ("2026-06-01T09:00:00+00:00", "2026-06-03T10:00:00+00:00", "2026-07-15"),
+        ("2026-06-03T10:00:00+00:00", None, "2026-06-30"),
+    ]
+    assert delayed.supersedes_fact_id is None
+    every_version = pipeline.history(store, KEY, versions=True)
+    assert all(f.valid_to is None or f.valid_from < f.valid_to for f in every_version)
+    assert_no_overlap(pipeline.history(store, KEY))
+    assert pipeline.get(store, {**KEY, "at": "2026-05-30T07:59:59Z"}) == []
+
+
+def test_seed_trace_through_the_cli(
+    cli_env: Callable[[], None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    def put_cli(fact: dict[str, str]) -> dict[str, Any]:
+        code, written = cli_json(
+            capsys,
+            "put",
+            "--tenant=acme",
+            "--subject=mira",
+            "--attribute=passport_deadline",
+            f"--value={fact['value']}",
+            f"--valid-from={fact['valid_from']}",
+            f"--source={fact['source_episode_id']}",
+        )
+        assert code == 0
+        assert isinstance(written, dict)
+        return written
+
+    def get_cli(at: str) -> dict[str, Any]:
+        code, found = cli_json(
+            capsys,
+            "get",
+            "--tenant",
+            "acme",
+            "--subject",
+            "mira",
+            "--attribute",
+            "passport_deadline",
+            "--at",
+            at,
+        )
+        assert code == 0
+        assert isinstance(found, dict), "a single-valued attribute prints one object"
+        return found
+
+    e1 = put_cli(E1)
+    assert (e1["value"], e1["valid_from"], e1["valid_to"]) == (
+        "2026-07-15",
+        "2026-06-01T09:00:00Z",
+        None,
+    )
+    put_cli(E2)
+    current = get_cli(NOW)
+    assert (current["value"], current["source_episode_id"]) == ("2026-06-30", "e2")
+    historical = get_cli(BEFORE_CORRECTION)
+    assert (historical["value"], historical["source_episode_id"]) == ("2026-07-15", "e1")
+    assert current["supersedes_fact_id"] == historical["fact_id"] == e1["fact_id"]
+    assert historical["valid_to"] == "2026-06-03T10:00:00Z"
+
+    put_cli(E0)
+    delayed = get_cli(BEFORE_E1)
+    assert (delayed["value"], delayed["source_episode_id"]) == ("2026-08-01", "e0")
+    assert delayed["valid_to"] == "2026-06-01T09:00:00Z"
+    current = get_cli(NOW)
+    assert (current["value"], current["source_episode_id"]) == ("2026-06-30", "e2")
+
+    code, intervals = cli_json(
+        capsys, "history", "--tenant", "acme", "--subject", "mira", "--attribute",
+        "passport_deadline",
+    )  # fmt: skip
+    assert code == 0
+    assert [(f["source_episode_id"], f["valid_from"], f["valid_to"]) for f in intervals] == [
+        ("e0", "2026-05-30T08:00:00Z", "2026-06-01T09:00:00Z"),
+        ("e1", "2026-06-01T09:00:00Z", "2026-06-03T10:00:00Z"),
+        ("e2", "2026-06-03T10:00:00Z", None),
+    ]
+    code, versions = cli_json(
+        capsys, "history", "--tenant", "acme", "--subject", "mira", "--attribute",
+        "passport_deadline", "--versions",
+    )  # fmt: skip
+    assert code == 0
+    assert len(versions) == 4, "e1 was closed once: its open version is kept"
+    assert all(v["valid_to"] is None or v["valid_from"] < v["valid_to"] for v in versions)
+
+
+def test_cli_fact_json_has_the_documented_fields(
+    cli_env: Callable[[], None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, fact = cli_json(
+        capsys,
+        "put",
+        "--tenant=acme",
+        "--subject=mira",
+        "--attribute=passport_deadline",
+        "--value=2026-06-30",
+        "--valid-from=2026-06-03T12:00:00+02:00",
+        "--source=e2",
+    )
+    assert code == 0
+    for field in (
+        "fact_id", "tenant_id", "subject", "attribute", "value", "valid_from", "valid_to",
+        "recorded_at", "superseded_at", "supersedes_fact_id", "source_episode_id", "trust",
+        "confidence", "status",
+    ):  # fmt: skip
+        assert field in fact, field
+    assert fact["valid_from"] == "2026-06-03T10:00:00Z"
+    assert fact["valid_to"] is None
+    assert fact["superseded_at"] is None
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", fact["recorded_at"])
+    assert (fact["trust"], fact["confidence"], fact["status"]) == ("verified", 1.0, "active")
+
+
+def test_cli_get_prints_null_and_exits_1_when_nothing_holds(
+    cli_env: Callable[[], None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = cli(
+        capsys,
+        "get",
+        "--tenant=acme",
+        "--subject=mira",
+        "--attribute=passport_deadline",
+        "--json",
+    )
+    assert code == 1
+    assert out.strip() == "null"
+    code, out, _ = cli(capsys, "get", "--tenant=acme", "--subject=mira", "--json")
+    assert code == 1
+    assert out.strip() == "[]"
+
+
+def test_sgam_demo_prints_the_seed_output(
+    cli_env: Callable[[], None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    capsys.readouterr()
+    assert run(["demo"]) == 0
+    first = capsys.readouterr().out
+    assert first.startswith(SEED_OUTPUT)
+    extra = first.removeprefix(SEED_OUTPUT).splitlines()
+    assert extra == [
+        "  on 2026-05-31, mira.passport_deadline = 2026-08-01 (the late fact e0)",
+        "  before the correction was recorded we believed 2026-07-15 for 2026-06-04 (source e1)",
+    ]
+    # Running it again on the same store restates every fact: same answers.
+    assert run(["demo"]) == 0
+    assert capsys.readouterr().out == first
+
+
+def test_cli_get_of_a_multi_valued_attribute_prints_a_list(
+    cli_env: Callable[[], None], capsys: pytest.CaptureFixture[str]
+) -> None:
+    for value in ("en", "de"):
+        code, _ = cli_json(
+            capsys,
+            "put",
+            "--tenant=acme",
+            "--subject=mira",
+            "--attribute=languages",
+            f"--value={value}",
+            "--valid-from=2026-06-01T00:00:00Z",
+            f"--source=e-{value}",
+        )
+        assert code == 0
+    code, found = cli_json(
+        capsys, "get", "--tenant=acme", "--subject=mira", "--attribute=languages",
+        "--at=2026-06-02T00:00:00Z",
+    )  # fmt: skip
+    assert code == 0
+    assert isinstance(found, list)
+    assert sorted(fact["value"] for fact in found) == ["de", "en"]
