@@ -44,13 +44,16 @@ def once(
         return load(seen.result)
     outcome = apply()
     if not isinstance(outcome, ConflictError):
+        result = outcome.to_json()
+        # The subject lets a purge find and scrub this result; a promote names it only there.
+        subject = getattr(command, "subject", None) or result.get("fact", {}).get("subject")
         session.add(
             IdempotencyRow(
                 tenant_id=command.tenant_id,
                 key=key,
-                subject=getattr(command, "subject", None),
+                subject=subject,
                 command_hash=digest,
-                result=outcome.to_json(),
+                result=result,
                 created_at=store.clock(),
             )
         )

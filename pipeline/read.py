@@ -48,7 +48,7 @@ def get(store: Store, query: FactQuery | Mapping[str, Any]) -> list[Fact]:
     statement = (
         _visible(query, now)
         .where(FactRow.valid_from <= at, or_(FactRow.valid_to.is_(None), FactRow.valid_to > at))
-        .order_by(FactRow.attribute, FactRow.valid_from)
+        .order_by(FactRow.attribute, FactRow.valid_from, FactRow.value_hash)
     )
     return _facts(store, statement)
 
@@ -62,12 +62,18 @@ def history(
     now = store.clock()
     if versions:
         statement = _scoped(query).order_by(
-            FactRow.valid_from, FactRow.recorded_at, FactRow.version
+            FactRow.valid_from,
+            FactRow.attribute,
+            FactRow.value_hash,
+            FactRow.recorded_at,
+            FactRow.version,
         )
         if not query.include_quarantined:
             statement = statement.where(FactRow.status != FactStatus.QUARANTINED.value)
     else:
-        statement = _visible(query, now).order_by(FactRow.valid_from, FactRow.attribute)
+        statement = _visible(query, now).order_by(
+            FactRow.valid_from, FactRow.attribute, FactRow.value_hash
+        )
     return _facts(store, statement)
 
 
