@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import Select, or_, select
+from sqlalchemy import Select, bindparam, or_, select
 
 from pipeline.models import FactRow
-from pipeline.projection import row_values, to_fact
+from pipeline.projection import FACT_COLUMNS
 from pipeline.store import Store
 from pipeline.validation import parse
 from schemas.facts import Fact, FactStatus
@@ -44,13 +45,7 @@ def get(store: Store, query: FactQuery | Mapping[str, Any]) -> list[Fact]:
     them at transaction time `known_at` (default: now), ordered by attribute."""
     query = parse(FactQuery, query)
     now = store.clock()
-    at = query.at or now
-    statement = (
-        _visible(query, now)
-        .where(FactRow.valid_from <= at, or_(FactRow.valid_to.is_(None), FactRow.valid_to > at))
-        .order_by(FactRow.attribute, FactRow.valid_from, FactRow.value_hash)
-    )
-    return _facts(store, statement)
+    return _facts(store, "get", query, now=now, at=query.at or now)
 
 
 def history(
@@ -59,54 +54,59 @@ def history(
     """Every interval of the belief at `known_at` (default: now) in valid-time order. With
     `versions`, every row version ever recorded instead: the full transaction-time audit."""
     query = parse(FactQuery, query)
-    now = store.clock()
-    if versions:
-        statement = _scoped(query).order_by(
-            FactRow.valid_from,
-            FactRow.attribute,
-            FactRow.value_hash,
-            FactRow.recorded_at,
-            FactRow.version,
-        )
-        if not query.include_quarantined:
-            statement = statement.where(FactRow.status != FactStatus.QUARANTINED.value)
-    else:
-        statement = _visible(query, now).order_by(
-            FactRow.valid_from, FactRow.attribute, FactRow.value_hash
-        )
-    return _facts(store, statement)
+    return _facts(store, "versions" if versions else "history", query, now=store.clock())
 
 
-def _scoped(query: FactQuery) -> Select[FactRow]:
-    statement = select(FactRow).where(
-        FactRow.tenant_id == query.tenant_id,
-        FactRow.agent_id == query.agent_id,
-        FactRow.purpose == query.purpose,
-        FactRow.subject == query.subject,
+def _facts(store: Store, shape: str, query: FactQuery, **moments: datetime) -> list[Fact]:
+    statement = _statement(
+        shape, query.attribute is not None, query.known_at is not None, query.include_quarantined
+    )
+    params = (
+        query.model_dump(
+            include={"tenant_id", "agent_id", "purpose", "subject", "attribute", "known_at"}
+        )
+        | moments
+    )
+    with store.reading() as connection:
+        return [Fact.model_validate(row._mapping) for row in connection.execute(statement, params)]
+
+
+@cache
+def _statement(shape: str, by_attribute: bool, known: bool, quarantined: bool) -> Select[Any]:
+    """One statement per shape of query, built once (building costs more than running it)."""
+    conditions: list[Any] = [
+        FactRow.tenant_id == bindparam("tenant_id"),
+        FactRow.agent_id == bindparam("agent_id"),
+        FactRow.purpose == bindparam("purpose"),
+        FactRow.subject == bindparam("subject"),
         FactRow.forgotten_at.is_(None),
-    )
-    if query.attribute is not None:
-        statement = statement.where(FactRow.attribute == query.attribute)
-    return statement
-
-
-def _visible(query: FactQuery, now: datetime) -> Select[FactRow]:
-    statuses = [FactStatus.ACTIVE.value]
-    if query.include_quarantined:
-        statuses.append(FactStatus.QUARANTINED.value)
-    statement = _scoped(query).where(
-        FactRow.status.in_(statuses),
-        or_(FactRow.expires_at.is_(None), FactRow.expires_at > now),
-    )
-    if query.known_at is None:
-        return statement.where(FactRow.superseded_at.is_(None))
-    known = query.known_at
-    return statement.where(
-        FactRow.recorded_at <= known,
-        or_(FactRow.superseded_at.is_(None), FactRow.superseded_at > known),
-    )
-
-
-def _facts(store: Store, statement: Select[FactRow]) -> list[Fact]:
-    with store.transaction() as session:
-        return [to_fact(row_values(row)) for row in session.scalars(statement)]
+    ]
+    if by_attribute:
+        conditions.append(FactRow.attribute == bindparam("attribute"))
+    statuses = [FactStatus.ACTIVE.value] + ([FactStatus.QUARANTINED.value] if quarantined else [])
+    order: list[Any] = [FactRow.valid_from, FactRow.attribute, FactRow.value_hash]
+    if shape == "versions":
+        conditions.append(
+            FactRow.status.in_([*statuses, FactStatus.SUPERSEDED.value, FactStatus.EXPIRED.value])
+        )
+        order += [FactRow.recorded_at, FactRow.version]
+    else:
+        conditions += [
+            FactRow.status.in_(statuses),
+            or_(FactRow.expires_at.is_(None), FactRow.expires_at > bindparam("now")),
+        ]
+        if known:
+            conditions += [
+                FactRow.recorded_at <= bindparam("known_at"),
+                or_(FactRow.superseded_at.is_(None), FactRow.superseded_at > bindparam("known_at")),
+            ]
+        else:
+            conditions.append(FactRow.superseded_at.is_(None))
+    if shape == "get":
+        conditions += [
+            FactRow.valid_from <= bindparam("at"),
+            or_(FactRow.valid_to.is_(None), FactRow.valid_to > bindparam("at")),
+        ]
+        order = [FactRow.attribute, FactRow.valid_from, FactRow.value_hash]
+    columns = [getattr(FactRow, name) for name in FACT_COLUMNS]
+    return select(*columns).where(*conditions).order_by(*order)

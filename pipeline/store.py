@@ -19,7 +19,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, create_engine, event, make_url, text
+from sqlalchemy import Connection, Engine, create_engine, event, make_url, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 from tenacity import (
@@ -92,7 +92,9 @@ def _sqlite_connect(dbapi_connection: sqlite3.Connection, _record: object) -> No
 
 def _sqlite_begin(connection: Any) -> None:
     # IMMEDIATE takes the write lock before the first read: a writer never decides on stale rows.
-    connection.exec_driver_sql("BEGIN IMMEDIATE")
+    # A read-only connection (Store.reading) takes no lock and never blocks a writer.
+    read_only = connection.get_execution_options().get("sgam_read_only", False)
+    connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
 
 
 def _alembic_config() -> Config:
@@ -113,6 +115,9 @@ class Store:
         self.catalog = catalog if catalog is not None else load_catalog(settings.catalog_path)
         self.engine = _engine(settings.database_url, settings.lock_timeout_ms)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        # A read is one SELECT: on Postgres it needs no BEGIN/COMMIT round trips around it.
+        autocommit = {"isolation_level": "AUTOCOMMIT"} if self.is_postgres else {}
+        self._reader = self.engine.execution_options(sgam_read_only=True, **autocommit)
 
     @property
     def is_postgres(self) -> bool:
@@ -148,6 +153,12 @@ class Store:
     def transaction(self) -> Iterator[Session]:
         with self._sessions() as session, session.begin():
             yield session
+
+    @contextmanager
+    def reading(self) -> Iterator[Connection]:
+        """A connection for a single consistent SELECT."""
+        with self._reader.connect() as connection:
+            yield connection
 
     def run(self, work: Callable[[Session], T]) -> T:
         """Run `work` in one transaction, again from scratch after a transient failure."""
