@@ -7,9 +7,10 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from pipeline import writes
 from pipeline.models import EventRow
 from pipeline.projection import Change
 from pipeline.store import Store
@@ -61,7 +62,7 @@ def record(
         "content_hash": content_hash(payload),
         "reason": reason,
     }
-    session.connection().execute(insert(EventRow), [event])
+    writes.insert_rows(session, EventRow, [event])
 
 
 def change_reason(change: Change, by: str) -> str:

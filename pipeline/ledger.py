@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from pipeline import decisions, idempotency
+from pipeline import decisions, idempotency, writes
 from pipeline.decisions import Decision
 from pipeline.errors import (
     ConflictError,
@@ -23,12 +23,11 @@ from pipeline.errors import (
 from pipeline.intervals import Interval, Verdict, holding_at, judge
 from pipeline.models import ClaimRow, FactRow
 from pipeline.projection import (
+    HOLDING,
     Change,
     SlotKey,
     SlotState,
     as_claim,
-    insert_rows,
-    load_current,
     load_slot,
     new_version,
     reproject,
@@ -153,7 +152,13 @@ def apply_claim(
     key = SlotKey.of(claim)
     if not locked:
         lock_key(store, session, key)
+    with writes.batch(session):
+        return _judge_and_store(session, key, claim, command)
 
+
+def _judge_and_store(
+    session: Session, key: SlotKey, claim: ClaimRecord, command: PutFact | None
+) -> PutResult | ConflictError:
     if claim.trust is Trust.UNTRUSTED:
         fact = _quarantine(session, claim)
         _Log(session, claim, command).event(
@@ -171,7 +176,7 @@ def apply_claim(
             log.event(refusal_decision(problem), [], str(problem))
             return problem
 
-    insert_rows(session, ClaimRow, [claim_columns(claim)])
+    writes.insert_rows(session, ClaimRow, [claim_columns(claim)])
     state.add(claim)
     changes = reproject(session, key, claim.recorded_at, state)
     written = next((change for change in changes if change.fact_id == claim.claim_id), None)
@@ -181,16 +186,30 @@ def apply_claim(
     else:
         # The claim joined a fact that already holds its value: provenance, or (when its
         # end differs) a new version of that fact.
-        current = load_current(session, key) if changes else state.current
-        interval = holding_at(stored_intervals(current), claim.valid_from)
-        assert interval is not None, "an accepted claim always holds at its valid_from"
-        holder = row_values(current[interval.fact_id])
+        holder = _holding(state, changes, claim.valid_from)
         reason = "the claim joins the fact that holds its value"
-        log.event(Decision.WRITE if changes else Decision.RESTATE, [interval.fact_id], reason)
+        log.event(Decision.WRITE if changes else Decision.RESTATE, [holder["fact_id"]], reason)
     for change in changes:
         if change.fact_id != holder["fact_id"]:
             log.derived(Decision.SUPERSEDE, change, claim.claim_id)
     return PutResult(to_fact(holder), written=bool(changes))
+
+
+def _holding(state: SlotState, changes: list[Change], moment: datetime) -> Mapping[str, Any]:
+    """The fact version holding at `moment` once `changes` are applied to the slot."""
+    versions: dict[str, Mapping[str, Any]] = {
+        fact_id: row_values(row) for fact_id, row in state.current.items()
+    }
+    versions |= {change.fact_id: change.after for change in changes}
+    for values in versions.values():
+        end = values["valid_to"]
+        if (
+            values["status"] in HOLDING
+            and values["valid_from"] <= moment
+            and (end is None or moment < end)
+        ):
+            return values
+    raise AssertionError("an accepted claim always holds at its valid_from")
 
 
 def _after_earlier_claims(claim: ClaimRecord, state: SlotState) -> ClaimRecord:
@@ -246,7 +265,7 @@ def refusal_decision(problem: ConflictError) -> Decision:
 
 
 def _quarantine(session: Session, claim: ClaimRecord) -> Fact:
-    insert_rows(session, ClaimRow, [claim_columns(claim) | {"quarantined": True}])
+    writes.insert_rows(session, ClaimRow, [claim_columns(claim) | {"quarantined": True}])
     row = new_version(
         claim,
         version=1,
@@ -255,7 +274,7 @@ def _quarantine(session: Session, claim: ClaimRecord) -> Fact:
         supersedes=None,
         now=claim.recorded_at,
     )
-    insert_rows(session, FactRow, [row])
+    writes.insert_rows(session, FactRow, [row])
     return to_fact(row)
 
 

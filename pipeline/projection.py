@@ -13,18 +13,19 @@ from dataclasses import asdict, dataclass, fields
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
 
+from pipeline import writes
 from pipeline.intervals import Claim, Interval, holding_at, project
-from pipeline.models import Base, ClaimRow, FactRow
+from pipeline.models import ClaimRow, FactRow
 from schemas.commands import PutFact
 from schemas.facts import ClaimRecord, Fact, FactStatus, Trust
 
 AnyClaim = ClaimRow | ClaimRecord
 
 FACT_COLUMNS = [column.key for column in FactRow.__table__.columns if column.key != "row_id"]
-_HOLDING = (FactStatus.ACTIVE.value, FactStatus.EXPIRED.value)
+HOLDING = (FactStatus.ACTIVE.value, FactStatus.EXPIRED.value)
 
 
 @dataclass(frozen=True)
@@ -128,14 +129,8 @@ def load_current(session: Session, key: SlotKey) -> dict[str, FactRow]:
     return {row.fact_id: row for row in session.scalars(_CURRENT_OF_SLOT, asdict(key))}
 
 
-def insert_rows(session: Session, table: type[Base], rows: list[dict[str, Any]]) -> None:
-    """Plain Core INSERTs: no ORM unit of work on the write path."""
-    if rows:
-        session.connection().execute(insert(table), rows)
-
-
 def stored_intervals(current: Mapping[str, FactRow]) -> list[Interval]:
-    holding = [row for row in current.values() if row.status in _HOLDING]
+    holding = [row for row in current.values() if row.status in HOLDING]
     return sorted(
         (Interval(r.fact_id, r.value_hash, r.valid_from, r.valid_to) for r in holding),
         key=lambda interval: interval.valid_from,
@@ -190,7 +185,7 @@ def write_versions(session: Session, changes: list[Change], now: datetime) -> No
             .values(superseded_at=now)
             .execution_options(synchronize_session=False)
         )
-    insert_rows(session, FactRow, [dict(change.after) for change in changes])
+    writes.insert_rows(session, FactRow, [dict(change.after) for change in changes])
 
 
 @dataclass
@@ -220,9 +215,9 @@ def reproject(session: Session, key: SlotKey, now: datetime, state: SlotState) -
     changes: list[Change] = []
     for interval in after:
         row = current.get(interval.fact_id)
-        if row is not None and row.status in _HOLDING and row.valid_to == interval.valid_to:
+        if row is not None and row.status in HOLDING and row.valid_to == interval.valid_to:
             continue
-        if row is not None and row.status in _HOLDING:
+        if row is not None and row.status in HOLDING:
             status = FactStatus(row.status)  # an expired fact stays expired when it is cut
             supersedes = row.supersedes_fact_id
         else:
@@ -247,7 +242,7 @@ def reproject(session: Session, key: SlotKey, now: datetime, state: SlotState) -
     for fact_id, row in current.items():
         # A holding fact that lost its interval, or a just-promoted one that only restates.
         released = row.status == FactStatus.QUARANTINED.value and fact_id in claims
-        if fact_id not in kept and (row.status in _HOLDING or released):
+        if fact_id not in kept and (row.status in HOLDING or released):
             lost = new_version(
                 claims[fact_id],
                 version=row.version + 1,
