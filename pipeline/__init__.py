@@ -11,6 +11,7 @@ from pipeline.errors import (
     RetryableError,
     SgamError,
     StoreBusy,
+    StoreUnavailable,
     TrustRejected,
     VersionConflict,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "SgamError",
     "Store",
     "StoreBusy",
+    "StoreUnavailable",
     "TrustRejected",
     "VersionConflict",
     "get",

@@ -79,3 +79,7 @@ class RetryableError(SgamError):
 
 class StoreBusy(RetryableError):
     pass
+
+
+class StoreUnavailable(RetryableError):
+    pass

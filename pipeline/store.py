@@ -31,7 +31,7 @@ from tenacity import (
 )
 
 from pipeline.catalog import load_catalog
-from pipeline.errors import InvalidInput, StoreBusy
+from pipeline.errors import InvalidInput, StoreBusy, StoreUnavailable
 from pipeline.settings import Settings
 from schemas.catalog import Catalog
 
@@ -57,6 +57,29 @@ def is_transient(error: BaseException) -> bool:
     if isinstance(cause, sqlite3.OperationalError):
         return "locked" in str(cause) or "busy" in str(cause)
     return False
+
+
+def is_unavailable(error: BaseException) -> bool:
+    """The database could not be reached or opened at all (as opposed to a failed statement)."""
+    if not isinstance(error, DBAPIError):
+        return False
+    cause = error.orig
+    if isinstance(cause, psycopg.OperationalError):
+        return cause.sqlstate is None or cause.sqlstate.startswith("08")
+    if isinstance(cause, sqlite3.OperationalError):
+        return "unable to open" in str(cause)
+    return False
+
+
+@contextmanager
+def _reachable() -> Iterator[None]:
+    try:
+        yield
+    except DBAPIError as error:
+        if is_unavailable(error):
+            first_line = str(error.orig).strip().splitlines()[0]
+            raise StoreUnavailable(f"the database is unavailable: {first_line}") from error
+        raise
 
 
 def _engine(url: str, lock_timeout_ms: int) -> Engine:
@@ -128,13 +151,13 @@ class Store:
     def upgrade(self) -> None:
         """Apply every migration not yet applied (`sgam db upgrade`)."""
         config = _alembic_config()
-        with self.engine.begin() as connection:
+        with _reachable(), self.engine.begin() as connection:
             config.attributes["connection"] = connection
             command.upgrade(config, "head")
 
     def is_current(self) -> bool:
         head = ScriptDirectory.from_config(_alembic_config()).get_current_head()
-        with self.engine.connect() as connection:
+        with _reachable(), self.engine.connect() as connection:
             return MigrationContext.configure(connection).get_current_revision() == head
 
     def ensure_schema(self) -> None:
@@ -151,13 +174,13 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[Session]:
-        with self._sessions() as session, session.begin():
+        with _reachable(), self._sessions() as session, session.begin():
             yield session
 
     @contextmanager
     def reading(self) -> Iterator[Connection]:
         """A connection for a single consistent SELECT."""
-        with self._reader.connect() as connection:
+        with _reachable(), self._reader.connect() as connection:
             yield connection
 
     def run(self, work: Callable[[Session], T]) -> T:
