@@ -19,7 +19,7 @@ from pipeline import output
 from pipeline.catalog_check import check_catalog
 from pipeline.context import assemble
 from pipeline.decisions import decision_log
-from pipeline.errors import InvalidInput, SgamError
+from pipeline.errors import CatalogError, InvalidInput, SgamError
 from pipeline.forget import forget as forget_subject
 from pipeline.ledger import put as put_fact
 from pipeline.lifecycle import expire as expire_facts
@@ -366,6 +366,8 @@ def run(args: list[str] | None = None) -> int:
         return _fail(130, "aborted")
     except click.ClickException as usage:
         return _fail(2, usage.format_message().replace("\n", " "))
+    except CatalogError as bad:  # names a file and line, not an option
+        return _fail(2, f"catalogue {bad.location}: {bad.problem}")
     except InvalidInput as bad:
         return _fail(2, f"{_option_name(bad.field)}: {bad.problem}")
     except SgamError as error:

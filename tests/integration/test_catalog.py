@@ -149,3 +149,21 @@ def _json(text: str) -> dict[str, list[dict[str, str]]]:
 
     data: dict[str, list[dict[str, str]]] = json.loads(text)
     return data
+
+
+def test_cli_names_the_catalogue_file_and_line(
+    cli_env: object,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(CUSTOM.replace("type: number", "type: numeric"))
+    monkeypatch.setenv("SGAM_CATALOG_PATH", str(path))
+
+    code = run(["get", "--tenant", "acme", "--subject", "mira"])
+
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith(f"sgam: catalogue {path}:9: attributes.visits.type: Input should be")
+    assert err.count("\n") == 1
