@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from pipeline import writes
 from pipeline.intervals import Claim, Interval, holding_at, project
-from pipeline.models import ClaimRow, FactRow
+from pipeline.models import ClaimRow, FactRow, UtcDateTime
 from schemas.commands import PutFact
 from schemas.facts import ClaimRecord, Fact, FactStatus, Trust
 
@@ -121,6 +121,16 @@ _CURRENT_OF_SLOT = (
 )
 
 
+_CLOSE_VERSIONS = (
+    update(FactRow)
+    .where(
+        FactRow.fact_id.in_(bindparam("fact_ids", expanding=True)),
+        FactRow.superseded_at.is_(None),
+    )
+    .values(superseded_at=bindparam("now", type_=UtcDateTime()))
+)
+
+
 def load_claims(session: Session, key: SlotKey) -> list[ClaimRow]:
     return list(session.scalars(_CLAIMS_OF_SLOT, asdict(key)))
 
@@ -179,12 +189,7 @@ def write_versions(session: Session, changes: list[Change], now: datetime) -> No
     """Close the replaced versions, then insert their successors."""
     closing = [change.fact_id for change in changes if change.before is not None]
     if closing:
-        session.execute(
-            update(FactRow)
-            .where(FactRow.fact_id.in_(closing), FactRow.superseded_at.is_(None))
-            .values(superseded_at=now)
-            .execution_options(synchronize_session=False)
-        )
+        session.connection().execute(_CLOSE_VERSIONS, {"fact_ids": closing, "now": now})
     writes.insert_rows(session, FactRow, [dict(change.after) for change in changes])
 
 
