@@ -201,15 +201,14 @@ def _holding(state: SlotState, changes: list[Change], moment: datetime) -> Mappi
         fact_id: row_values(row) for fact_id, row in state.current.items()
     }
     versions |= {change.fact_id: change.after for change in changes}
-    for values in versions.values():
-        end = values["valid_to"]
-        if (
-            values["status"] in HOLDING
-            and values["valid_from"] <= moment
-            and (end is None or moment < end)
-        ):
-            return values
-    raise AssertionError("an accepted claim always holds at its valid_from")
+    holding = [
+        Interval(v["fact_id"], v["value_hash"], v["valid_from"], v["valid_to"])
+        for v in versions.values()
+        if v["status"] in HOLDING
+    ]
+    interval = holding_at(holding, moment)
+    assert interval is not None, "an accepted claim always holds at its valid_from"
+    return versions[interval.fact_id]
 
 
 def _after_earlier_claims(claim: ClaimRecord, state: SlotState) -> ClaimRecord:
