@@ -21,7 +21,7 @@ from sqlalchemy import create_engine, func, make_url, select, text
 import pipeline
 from pipeline.models import EventRow, FactRow
 from pipeline.projection import FACT_COLUMNS
-from pipeline.replay import replay
+from pipeline.replay import analyze, replay
 from pipeline.settings import Settings
 from pipeline.store import Store
 
@@ -73,12 +73,6 @@ def workload(store: Store, events: int, seed: int) -> float:
             with store.transaction() as session:
                 written = session.scalar(select(func.count()).select_from(EventRow)) or 0
     return time.perf_counter() - started
-
-
-def analyze(store: Store) -> None:
-    with store.engine.connect() as connection:
-        connection.execute(text("ANALYZE claims, facts, events"))
-        connection.commit()
 
 
 def ledger(store: Store) -> list[tuple[object, ...]]:

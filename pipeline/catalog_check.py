@@ -9,6 +9,7 @@ from sqlalchemy import select
 
 from pipeline.models import FactRow
 from pipeline.store import Store
+from schemas.catalog import AttributeSpec
 from schemas.facts import FactStatus
 
 
@@ -58,7 +59,7 @@ def check_catalog(store: Store) -> list[CatalogProblem]:
     return problems
 
 
-def _problem(spec: Any, row: FactRow) -> str | None:
+def _problem(spec: AttributeSpec | None, row: FactRow) -> str | None:
     if spec is None:
         return "orphaned: the attribute is not in the catalogue"
     if spec.cardinality.value != row.cardinality:

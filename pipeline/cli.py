@@ -47,6 +47,11 @@ def db() -> None:
     """Database schema."""
 
 
+json_output = click.option(
+    "--json", "as_json", is_flag=True, help="JSON output (default: on a pipe)."
+)
+
+
 def scoped(command: F) -> F:
     """The scope and subject options every tenant-bound command takes."""
     for option in reversed(
@@ -55,9 +60,7 @@ def scoped(command: F) -> F:
             click.option("--subject", required=True, help="Entity the facts are about."),
             click.option("--agent", default="default", show_default=True, help="Agent scope."),
             click.option("--purpose", default="default", show_default=True, help="Purpose scope."),
-            click.option(
-                "--json", "as_json", is_flag=True, help="JSON output (default: on a pipe)."
-            ),
+            json_output,
         ]
     ):
         command = option(command)
@@ -203,7 +206,7 @@ def history(
 @click.option("--expected-version", help="The fact's current version; a mismatch changes nothing.")
 @click.option("--idempotency-key", help="Repeat-safe request key.")
 @click.option("--actor", default="cli", show_default=True, help="Who promotes (audit).")
-@click.option("--json", "as_json", is_flag=True, help="JSON output (default: on a pipe).")
+@json_output
 def promote(fact_id: str, tenant: str, as_json: bool, **options: Any) -> None:
     """Release a quarantined fact: it becomes verified and may supersede others."""
     fields = {"tenant_id": tenant, "fact_id": fact_id} | _given(options)
@@ -218,7 +221,7 @@ def promote(fact_id: str, tenant: str, as_json: bool, **options: Any) -> None:
 @click.option("--purge", is_flag=True, help="Also erase values, evidence and logged content.")
 @click.option("--idempotency-key", help="Repeat-safe request key.")
 @click.option("--actor", default="cli", show_default=True, help="Who forgets (audit).")
-@click.option("--json", "as_json", is_flag=True, help="JSON output (default: on a pipe).")
+@json_output
 def forget(tenant: str, subject: str, purge: bool, as_json: bool, **options: Any) -> None:
     """Hide every fact about a subject from every read; prints how many facts it hid."""
     fields = {"tenant_id": tenant, "subject": subject, "purge": purge} | _given(options)
@@ -235,7 +238,7 @@ def forget(tenant: str, subject: str, purge: bool, as_json: bool, **options: Any
 @click.option("--tenant", help="Only this tenant (default: all).")
 @click.option("--now", help="Expire as of this instant (default: the clock).")
 @click.option("--actor", default="cli", show_default=True, help="Who expires (audit).")
-@click.option("--json", "as_json", is_flag=True, help="JSON output (default: on a pipe).")
+@json_output
 def expire(as_json: bool, **options: Any) -> None:
     """Write explicit expired versions and events for facts past their retention."""
     with _store() as store:
@@ -303,7 +306,7 @@ def catalog() -> None:
 
 
 @catalog.command("check")
-@click.option("--json", "as_json", is_flag=True, help="JSON output (default: on a pipe).")
+@json_output
 def catalog_check(as_json: bool) -> None:
     """Report stored facts the catalogue would orphan or mis-type; exit 3 if there are any."""
     with _store() as store:

@@ -14,12 +14,14 @@ from sqlalchemy.orm import Session
 from pipeline import decisions, idempotency
 from pipeline.decisions import Decision
 from pipeline.errors import ConflictError, NotFound, VersionConflict
-from pipeline.ledger import PutResult, refusal_decision, trust_refusal
+from pipeline.ledger import PutResult, lock_key, refusal_decision, trust_refusal
 from pipeline.models import ClaimRow, FactRow
 from pipeline.projection import (
+    SLOT_FIELDS,
     Change,
     SlotKey,
     current_fact,
+    in_slot,
     load_slot,
     new_version,
     record_of,
@@ -63,7 +65,7 @@ def _promote(
         # Another tenant's fact is reported exactly like a missing one.
         raise NotFound(f"no fact {command.fact_id} in tenant {command.tenant_id}")
     key = SlotKey.of(found)
-    store.lock(session, key.lock_name(), shared=(key.subject_lock_name(),))
+    lock_key(store, session, key)
     row = current_fact(session, command.fact_id)  # again, now that the key is locked
     assert row is not None
 
@@ -165,18 +167,7 @@ def expire(store: Store, command: ExpireFacts | Mapping[str, Any]) -> ExpireResu
     and an `expire` event, one key per transaction so a large run never holds many locks."""
     command = parse(ExpireFacts, command)
     now = command.now or store.clock()
-    due = (
-        select(
-            FactRow.tenant_id,
-            FactRow.agent_id,
-            FactRow.purpose,
-            FactRow.subject,
-            FactRow.attribute,
-            FactRow.slot,
-        )
-        .where(*_due(now))
-        .distinct()
-    )
+    due = select(*(getattr(FactRow, name) for name in SLOT_FIELDS)).where(*_due(now)).distinct()
     if command.tenant_id is not None:
         due = due.where(FactRow.tenant_id == command.tenant_id)
     with store.transaction() as session:
@@ -199,7 +190,7 @@ def _due(now: datetime) -> list[Any]:
 def _expire_key(
     store: Store, session: Session, key: SlotKey, now: datetime, actor: str
 ) -> list[str]:
-    store.lock(session, key.lock_name(), shared=(key.subject_lock_name(),))
+    lock_key(store, session, key)
     fact_ids = apply_expiry(session, key, now)
     if fact_ids:
         decisions.record(
@@ -218,7 +209,8 @@ def _expire_key(
 
 def apply_expiry(session: Session, key: SlotKey, now: datetime) -> list[str]:
     """Write an expired version of every due fact of the slot (also used by replay)."""
-    rows = session.scalars(select(FactRow).where(*key.matches(FactRow), *_due(now))).all()
+    due = select(FactRow).where(*in_slot(FactRow), *_due(now))
+    rows = session.scalars(due, asdict(key)).all()
     stamp = max([now, *(row.recorded_at for row in rows)])  # transaction time never runs back
     changes = []
     for row in rows:

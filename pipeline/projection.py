@@ -49,17 +49,6 @@ class SlotKey:
     def subject_lock_name(self) -> tuple[str, ...]:
         return subject_lock_name(self.tenant_id, self.subject)
 
-    def matches(self, table: type[ClaimRow] | type[FactRow]) -> list[Any]:
-        return [
-            table.tenant_id == self.tenant_id,
-            table.agent_id == self.agent_id,
-            table.purpose == self.purpose,
-            table.subject == self.subject,
-            table.attribute == self.attribute,
-            table.slot == self.slot,
-            table.forgotten_at.is_(None),
-        ]
-
 
 SLOT_FIELDS = [field.name for field in fields(SlotKey)]
 
@@ -106,17 +95,18 @@ def as_claim(row: AnyClaim) -> Claim:
     )
 
 
-def _in_slot(table: type[ClaimRow] | type[FactRow]) -> list[Any]:
+def in_slot(table: type[ClaimRow] | type[FactRow]) -> list[Any]:
+    """Rows of one slot, not forgotten; bind the slot with `asdict(key)`."""
     return [getattr(table, name) == bindparam(name) for name in SLOT_FIELDS] + [
         table.forgotten_at.is_(None)
     ]
 
 
 # Built once: the write path runs these on every put, and building them costs more than running.
-_CLAIMS_OF_SLOT = select(ClaimRow).where(*_in_slot(ClaimRow), ClaimRow.quarantined.is_(False))
+_CLAIMS_OF_SLOT = select(ClaimRow).where(*in_slot(ClaimRow), ClaimRow.quarantined.is_(False))
 _CURRENT_OF_SLOT = (
     select(FactRow)
-    .where(*_in_slot(FactRow), FactRow.superseded_at.is_(None))
+    .where(*in_slot(FactRow), FactRow.superseded_at.is_(None))
     .execution_options(populate_existing=True)  # rows read earlier may have been closed since
 )
 

@@ -54,7 +54,7 @@ def replay(source: Store, target: Store) -> ReplayReport:
     events = applied = 0
     for number, batch in enumerate(_batches(source), start=1):
         if target.is_postgres and number % ANALYZE_EVERY == 0:
-            _analyze(target)
+            analyze(target)
         with target.transaction() as session:
             for event in batch:
                 session.execute(insert(EventRow).values(**event))
@@ -101,7 +101,8 @@ def apply_event(store: Store, session: Session, command: dict[str, Any]) -> None
         raise ValueError(f"unknown operation {op!r} in the decision log")
 
 
-def _analyze(store: Store) -> None:
+def analyze(store: Store) -> None:
+    """Refresh the planner statistics of the ledger tables (what autovacuum does)."""
     with store.engine.connect() as connection:
         connection.execute(text("ANALYZE claims, facts, events"))
         connection.commit()
