@@ -46,7 +46,7 @@ from sqlalchemy import event, make_url
 import pipeline
 import schemas
 from pipeline import Settings, Store, get, put
-from pipeline.projection import FACT_COLUMNS
+from pipeline.db.models import FACT_COLUMNS
 from schemas.catalog import Catalog
 from schemas.fields import canonical_json
 

@@ -19,11 +19,10 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import create_engine, func, make_url, select, text
 
 import pipeline
-from pipeline.models import EventRow, FactRow
-from pipeline.projection import FACT_COLUMNS
-from pipeline.replay import analyze, replay
+from pipeline.db.models import FACT_COLUMNS, EventRow, FactRow
+from pipeline.db.store import Store
+from pipeline.ledger.replay import analyze, replay
 from pipeline.settings import Settings
-from pipeline.store import Store
 
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/sgam_bench_replay"
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -70,14 +69,16 @@ def workload(store: Store, events: int, seed: int) -> float:
         if puts % 5000 == 0 and store.is_postgres:
             analyze(store)  # what autovacuum would do; it is off on the benchmark machine
         if puts % 500 == 0 or events - written < 1000:
-            with store.transaction() as session:
+            with store.begin() as unit:
+                session = unit.session
                 written = session.scalar(select(func.count()).select_from(EventRow)) or 0
     return time.perf_counter() - started
 
 
 def ledger(store: Store) -> list[tuple[object, ...]]:
     columns = [getattr(FactRow, name) for name in FACT_COLUMNS]
-    with store.transaction() as session:
+    with store.begin() as unit:
+        session = unit.session
         return [
             tuple(row)
             for row in session.execute(select(*columns).order_by(FactRow.fact_id, FactRow.version))
@@ -95,7 +96,8 @@ def main() -> None:
     target_url = args.url + "_copy" if "postgresql" in args.url else args.url + ".copy"
     target = fresh(target_url)
     written_in = workload(source, args.events, args.seed)
-    with source.transaction() as session:
+    with source.begin() as unit:
+        session = unit.session
         events = session.scalar(select(func.count()).select_from(EventRow)) or 0
     report = replay(source, target)
     equal = ledger(source) == ledger(target)

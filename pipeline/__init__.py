@@ -1,4 +1,13 @@
-"""SGAM's public Python API: the same operations as the `sgam` command line."""
+"""SGAM's public Python API: the same operations as the `sgam` command line.
+
+Names are imported on first use, so that `import pipeline` (and the command line's start-up)
+stays cheap; `__all__` lists everything public.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from pipeline.errors import (
     CatalogError,
@@ -7,6 +16,7 @@ from pipeline.errors import (
     IdempotencyConflict,
     InvalidInput,
     NotFound,
+    NotQuarantined,
     PermanentError,
     RetryableError,
     SgamError,
@@ -15,21 +25,81 @@ from pipeline.errors import (
     TrustRejected,
     VersionConflict,
 )
-from pipeline.ledger import PutResult, put
-from pipeline.read import FactQuery, get, history
-from pipeline.settings import Settings
-from pipeline.store import Store, open_store
+
+if TYPE_CHECKING:
+    from pipeline.catalog.check import CatalogProblem, check_catalog
+    from pipeline.db.store import Store, open_store
+    from pipeline.db.unit import Unit
+    from pipeline.ledger.expire import ExpireResult, expire, expire_key
+    from pipeline.ledger.forget import ForgetResult, forget, forget_subject
+    from pipeline.ledger.log import decision_log
+    from pipeline.ledger.promote import promote, promote_fact
+    from pipeline.ledger.replay import ReplayReport, replay
+    from pipeline.ledger.results import PutResult
+    from pipeline.ledger.write import put, write_fact
+    from pipeline.read.context import Context, ContextItem, ContextQuery, assemble
+    from pipeline.read.facts import FactQuery, get, history
+    from pipeline.settings import Settings, load_settings
+
+_LAZY = {
+    "CatalogProblem": "pipeline.catalog.check",
+    "check_catalog": "pipeline.catalog.check",
+    "Store": "pipeline.db.store",
+    "open_store": "pipeline.db.store",
+    "Unit": "pipeline.db.unit",
+    "ExpireResult": "pipeline.ledger.expire",
+    "expire": "pipeline.ledger.expire",
+    "expire_key": "pipeline.ledger.expire",
+    "ForgetResult": "pipeline.ledger.forget",
+    "forget": "pipeline.ledger.forget",
+    "forget_subject": "pipeline.ledger.forget",
+    "decision_log": "pipeline.ledger.log",
+    "promote": "pipeline.ledger.promote",
+    "promote_fact": "pipeline.ledger.promote",
+    "ReplayReport": "pipeline.ledger.replay",
+    "replay": "pipeline.ledger.replay",
+    "PutResult": "pipeline.ledger.results",
+    "put": "pipeline.ledger.write",
+    "write_fact": "pipeline.ledger.write",
+    "Context": "pipeline.read.context",
+    "ContextItem": "pipeline.read.context",
+    "ContextQuery": "pipeline.read.context",
+    "assemble": "pipeline.read.context",
+    "FactQuery": "pipeline.read.facts",
+    "get": "pipeline.read.facts",
+    "history": "pipeline.read.facts",
+    "Settings": "pipeline.settings",
+    "load_settings": "pipeline.settings",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pipeline' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CatalogError",
+    "CatalogProblem",
     "ConflictError",
+    "Context",
+    "ContextItem",
+    "ContextQuery",
+    "ExpireResult",
     "FactConflict",
     "FactQuery",
+    "ForgetResult",
     "IdempotencyConflict",
     "InvalidInput",
     "NotFound",
+    "NotQuarantined",
     "PermanentError",
     "PutResult",
+    "ReplayReport",
     "RetryableError",
     "Settings",
     "SgamError",
@@ -37,9 +107,22 @@ __all__ = [
     "StoreBusy",
     "StoreUnavailable",
     "TrustRejected",
+    "Unit",
     "VersionConflict",
+    "assemble",
+    "check_catalog",
+    "decision_log",
+    "expire",
+    "expire_key",
+    "forget",
+    "forget_subject",
     "get",
     "history",
+    "load_settings",
     "open_store",
+    "promote",
+    "promote_fact",
     "put",
+    "replay",
+    "write_fact",
 ]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pipeline.ledger import put
-from pipeline.read import get, history
-from pipeline.store import Store
-from schemas.facts import format_utc
+from pipeline.db.store import Store
+from pipeline.ledger.write import put
+from pipeline.read.facts import get, history
+from schemas.fields import format_utc
 
 EPISODES = {
     "e1": "Mira prefers concise answers. Her passport deadline is 2026-07-15.",

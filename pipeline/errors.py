@@ -1,32 +1,35 @@
-"""Every error SGAM raises, in one tree. Callers decide by class, never by message text.
+"""Every error SGAM raises, in one tree. Callers decide by class, never by message text; the
+command line maps classes to exit codes in one table (`pipeline.cli.errors`).
 
 SgamError
-├── PermanentError            retrying the same call cannot help
-│   ├── InvalidInput          a field is missing, malformed or out of range   (CLI exit 2)
-│   │   └── CatalogError      the memory-schema catalogue itself is invalid
-│   ├── NotFound              nothing matches                                 (CLI exit 1)
-│   └── ConflictError         the ledger's state forbids the write            (CLI exit 3)
-│       ├── FactConflict      same valid_from, different value, equal trust
-│       ├── TrustRejected     same valid_from, different value, lower trust
-│       ├── VersionConflict   expected_version does not match
-│       └── IdempotencyConflict  a key reused with a different payload
-└── RetryableError            transient; the same call may succeed later
-    └── StoreBusy             serialisation failure or lock timeout after bounded retries
+├── PermanentError              retrying the same call cannot help
+│   ├── InvalidInput            a field, setting or file is missing, malformed or out of range
+│   │   └── CatalogError        the memory-schema catalogue itself is invalid
+│   ├── NotFound                nothing matches (another tenant's data is reported the same way)
+│   └── ConflictError           the ledger's state forbids the change
+│       ├── FactConflict        same valid_from, different value, equal trust
+│       ├── TrustRejected       same valid_from, different value, lower trust
+│       ├── VersionConflict     expected_version does not match
+│       ├── IdempotencyConflict an idempotency key reused with a different payload
+│       └── NotQuarantined      only a quarantined fact can be promoted
+└── RetryableError              transient; the same call may succeed later
+    ├── StoreBusy               lock timeouts or deadlocks outlasted the bounded retries
+    └── StoreUnavailable        the database cannot be reached or opened
 """
 
 from __future__ import annotations
 
 
 class SgamError(Exception):
-    exit_code = 4
+    """The root of every error SGAM raises on purpose."""
 
 
 class PermanentError(SgamError):
-    pass
+    """Retrying the same call cannot help."""
 
 
 class InvalidInput(PermanentError):
-    exit_code = 2
+    """`field` names the offending input (an API field, an `SGAM_*` setting or a file)."""
 
     def __init__(self, field: str, problem: str) -> None:
         super().__init__(f"{field}: {problem}")
@@ -35,17 +38,19 @@ class InvalidInput(PermanentError):
 
 
 class CatalogError(InvalidInput):
+    """`location` is `FILE:LINE` (or the file) of the catalogue entry at fault."""
+
     def __init__(self, location: str, problem: str) -> None:
         super().__init__(location, problem)
         self.location = location
 
 
 class NotFound(PermanentError):
-    exit_code = 1
+    """Nothing matches; another tenant's resource is reported exactly like a missing one."""
 
 
 class ConflictError(PermanentError):
-    exit_code = 3
+    """The ledger's state forbids the change; the refusal is in the decision log."""
 
 
 class FactConflict(ConflictError):
@@ -73,13 +78,21 @@ class IdempotencyConflict(ConflictError):
         self.key = key
 
 
+class NotQuarantined(ConflictError):
+    """Only a quarantined fact can be promoted."""
+
+    def __init__(self, message: str, *, fact_id: str) -> None:
+        super().__init__(message)
+        self.fact_id = fact_id
+
+
 class RetryableError(SgamError):
-    exit_code = 5
+    """Transient: the same call may succeed later."""
 
 
 class StoreBusy(RetryableError):
-    pass
+    """Lock timeouts, deadlocks or serialisation failures persisted through every retry."""
 
 
 class StoreUnavailable(RetryableError):
-    pass
+    """The database could not be reached or opened."""

@@ -8,6 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
+from schemas.fields import format_utc
+
 JsonValue = Any
 """A JSON-compatible value: str, int, float, bool, None, list or dict of those."""
 
@@ -50,14 +52,6 @@ class Scope(BaseModel):
     tenant_id: str
     agent_id: str = "default"
     purpose: str = "default"
-
-
-def format_utc(moment: datetime | None) -> str | None:
-    """RFC 3339 in UTC with a Z suffix; microseconds only when present."""
-    if moment is None:
-        return None
-    text = moment.isoformat(timespec="microseconds" if moment.microsecond else "seconds")
-    return text.replace("+00:00", "Z")
 
 
 class Fact(BaseModel):

@@ -7,7 +7,7 @@ import re
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BeforeValidator
+from pydantic import AfterValidator, BeforeValidator, PlainSerializer
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 MAX_ID_LENGTH = 200
@@ -66,6 +66,14 @@ def to_utc(value: object) -> datetime:
         ) from None
 
 
+def format_utc(moment: datetime | None) -> str | None:
+    """RFC 3339 in UTC with a Z suffix; microseconds only when present."""
+    if moment is None:
+        return None
+    text = moment.isoformat(timespec="microseconds" if moment.microsecond else "seconds")
+    return text.replace("+00:00", "Z")
+
+
 def canonical_json(value: Any) -> str:
     """The one text form of a value: used for equality, hashing and size limits."""
     return json.dumps(
@@ -87,4 +95,8 @@ def _json_value(value: Any) -> Any:
 Identifier = Annotated[str, AfterValidator(_identifier)]
 Text = Annotated[str, AfterValidator(_text)]
 UtcDatetime = Annotated[datetime, BeforeValidator(to_utc)]
+# An instant as the decision log stores it: RFC 3339 UTC with Z in JSON, aware UTC in Python.
+UtcInstant = Annotated[
+    datetime, BeforeValidator(to_utc), PlainSerializer(format_utc, when_used="json")
+]
 JsonPayload = Annotated[Any, AfterValidator(_json_value)]

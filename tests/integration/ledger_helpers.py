@@ -12,7 +12,7 @@ from sqlalchemy import text
 
 import pipeline
 from pipeline.cli import run
-from pipeline.store import Store
+from pipeline.db.store import Store
 from schemas.facts import Fact
 
 LEDGER_TABLES = ("facts", "claims", "events")

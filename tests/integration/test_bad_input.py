@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 import pipeline
+from pipeline.db.store import Store
 from pipeline.errors import InvalidInput
-from pipeline.store import Store
 from tests.integration.ledger_helpers import cli, count_rows
 
 SGAM = str(Path(sys.executable).with_name("sgam"))

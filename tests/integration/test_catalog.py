@@ -9,12 +9,12 @@ from sqlalchemy import update
 
 import pipeline
 from pipeline.catalog import load_catalog
-from pipeline.catalog_check import check_catalog
+from pipeline.catalog.check import check_catalog
 from pipeline.cli import run
+from pipeline.db.models import FactRow
+from pipeline.db.store import Store, open_store
 from pipeline.errors import CatalogError, InvalidInput
-from pipeline.models import FactRow
 from pipeline.settings import Settings
-from pipeline.store import Store, open_store
 
 BASE = {
     "tenant_id": "acme",
@@ -121,7 +121,8 @@ def test_catalog_check_reports_orphaned_and_mistyped_facts(
         pipeline.put(store, BASE | {"attribute": "answer_style", "value": "concise"})
         pipeline.put(store, BASE | {"attribute": "home_city", "value": "Utrecht"})
         assert check_catalog(store) == []
-        with store.transaction() as session:  # a value written by an older, looser release
+        with store.begin() as unit:  # a value written by an older, looser release
+            session = unit.session
             session.execute(update(FactRow).where(FactRow.attribute == "home_city").values(value=7))
     finally:
         store.dispose()

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 import pipeline
+from pipeline.db.store import Store, open_store
 from pipeline.errors import ConflictError
 from pipeline.settings import Settings
-from pipeline.store import Store, open_store
 from tests.integration.ledger_helpers import assert_no_overlap, count_rows
 
 pytestmark = pytest.mark.slow

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 import pipeline
-from pipeline.context import ContextItem, assemble, estimate_tokens
+from pipeline.db.store import Store
 from pipeline.errors import InvalidInput
-from pipeline.store import Store
+from pipeline.read.context import ContextItem, assemble, estimate_tokens
 
 READ = {"tenant_id": "acme", "subject": "mira"}
 

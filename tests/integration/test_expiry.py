@@ -8,11 +8,11 @@ import pytest
 from sqlalchemy import select
 
 import pipeline
-from pipeline.context import assemble
+from pipeline.db.models import EventRow
+from pipeline.db.store import Store
 from pipeline.errors import InvalidInput
-from pipeline.lifecycle import expire
-from pipeline.models import EventRow
-from pipeline.store import Store
+from pipeline.ledger.expire import expire
+from pipeline.read.context import assemble
 from tests.conftest import FrozenClock
 
 START = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -70,7 +70,8 @@ def test_expire_writes_explicit_events(clocked_store: Store, clock: FrozenClock)
     assert result.expired_fact_ids == [note.fact.fact_id]
     versions = pipeline.history(clocked_store, READ | {"attribute": "scratch"}, versions=True)
     assert [(f.version, f.status.value) for f in versions] == [(1, "active"), (2, "expired")]
-    with clocked_store.transaction() as session:
+    with clocked_store.begin() as unit:
+        session = unit.session
         events = session.scalars(select(EventRow).where(EventRow.kind == "expire")).all()
     assert [event.fact_ids for event in events] == [[note.fact.fact_id]]
     assert expire(clocked_store, {"now": "2026-12-08T00:00:00Z"}).expired_fact_ids == []
@@ -93,7 +94,8 @@ def test_expire_is_scoped_to_a_tenant_when_asked(clocked_store: Store) -> None:
     result = expire(clocked_store, {"tenant_id": "globex", "now": "2027-01-01T00:00:00Z"})
 
     assert len(result.expired_fact_ids) == 1
-    with clocked_store.transaction() as session:
+    with clocked_store.begin() as unit:
+        session = unit.session
         tenants = session.scalars(select(EventRow.tenant_id).where(EventRow.kind == "expire"))
         assert list(tenants) == ["globex"]
 

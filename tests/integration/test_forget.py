@@ -17,14 +17,15 @@ from sqlalchemy import select, text
 
 import pipeline
 from pipeline import cli
-from pipeline.context import assemble
-from pipeline.decisions import decision_log
+from pipeline.db.models import ClaimRow, FactRow
+from pipeline.db.store import Store
 from pipeline.errors import FactConflict, InvalidInput, NotFound, TrustRejected, VersionConflict
-from pipeline.forget import ForgetResult, forget
-from pipeline.ledger import PutResult
-from pipeline.lifecycle import expire, promote
-from pipeline.models import ClaimRow, FactRow
-from pipeline.store import Store
+from pipeline.ledger.expire import expire
+from pipeline.ledger.forget import ForgetResult, forget
+from pipeline.ledger.log import decision_log
+from pipeline.ledger.promote import promote
+from pipeline.ledger.results import PutResult
+from pipeline.read.context import assemble
 from schemas.facts import Fact
 
 TENANT = "acme"

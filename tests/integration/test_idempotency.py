@@ -9,12 +9,12 @@ import pytest
 from sqlalchemy import func, select
 
 import pipeline
+from pipeline.db.models import ClaimRow, EventRow, FactRow, IdempotencyRow
+from pipeline.db.store import Store
 from pipeline.errors import IdempotencyConflict
-from pipeline.forget import forget
-from pipeline.lifecycle import promote
-from pipeline.models import ClaimRow, EventRow, FactRow, IdempotencyRow
+from pipeline.ledger.forget import forget
+from pipeline.ledger.promote import promote
 from pipeline.settings import Settings
-from pipeline.store import Store
 
 FACT = {
     "tenant_id": "acme",
@@ -28,7 +28,8 @@ FACT = {
 
 
 def _counts(store: Store) -> tuple[int, ...]:
-    with store.transaction() as session:
+    with store.begin() as unit:
+        session = unit.session
         return tuple(
             session.scalar(select(func.count()).select_from(table)) or 0
             for table in (ClaimRow, FactRow, EventRow, IdempotencyRow)
@@ -115,6 +116,7 @@ def test_same_key_from_several_processes_applies_once(store: Store, database_url
     fact_ids = [results.get(timeout=5) for _ in workers]
     assert len(set(fact_ids)) == 1, fact_ids
     assert not fact_ids[0].startswith("error")
-    with store.transaction() as session:
+    with store.begin() as unit:
+        session = unit.session
         assert session.scalar(select(func.count()).select_from(ClaimRow)) == 1
         assert session.scalar(select(func.count()).select_from(IdempotencyRow)) == 1

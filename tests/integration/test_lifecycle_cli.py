@@ -10,9 +10,9 @@ import pytest
 from sqlalchemy import func, select
 
 from pipeline.cli import run
-from pipeline.models import ClaimRow, EventRow, FactRow, IdempotencyRow
+from pipeline.db.models import ClaimRow, EventRow, FactRow, IdempotencyRow
+from pipeline.db.store import open_store
 from pipeline.settings import Settings
-from pipeline.store import open_store
 
 PUT = [
     "put",
@@ -47,7 +47,8 @@ def sgam(
 def _row_counts(database_url: str) -> tuple[int, ...]:
     store = open_store(Settings(database_url=database_url))
     try:
-        with store.transaction() as session:
+        with store.begin() as unit:
+            session = unit.session
             return tuple(
                 session.scalar(select(func.count()).select_from(table)) or 0
                 for table in (ClaimRow, FactRow, EventRow, IdempotencyRow)

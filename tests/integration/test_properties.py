@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pipeline
+from pipeline.db.store import Store
 from pipeline.errors import TrustRejected
-from pipeline.store import Store
 from schemas.facts import Trust
 from tests.integration.ledger_helpers import assert_no_overlap, count_rows
 

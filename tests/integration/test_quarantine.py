@@ -8,10 +8,10 @@ import pytest
 from sqlalchemy import func, select
 
 import pipeline
-from pipeline.errors import FactConflict, NotFound, VersionConflict
-from pipeline.lifecycle import NotQuarantined, promote
-from pipeline.models import EventRow, FactRow
-from pipeline.store import Store
+from pipeline.db.models import EventRow, FactRow
+from pipeline.db.store import Store
+from pipeline.errors import FactConflict, NotFound, NotQuarantined, VersionConflict
+from pipeline.ledger.promote import promote
 
 KEY = {"tenant_id": "acme", "subject": "mira", "attribute": "contact_channel"}
 READ = {"tenant_id": "acme", "subject": "mira"}
@@ -23,12 +23,14 @@ def _put(store: Store, value: str, start: str, **extra: Any) -> pipeline.PutResu
 
 
 def _rows(store: Store) -> int:
-    with store.transaction() as session:
+    with store.begin() as unit:
+        session = unit.session
         return session.scalar(select(func.count()).select_from(FactRow)) or 0
 
 
 def _events(store: Store) -> list[str]:
-    with store.transaction() as session:
+    with store.begin() as unit:
+        session = unit.session
         return list(session.scalars(select(EventRow.kind).order_by(EventRow.event_id)))
 
 

@@ -21,15 +21,16 @@ from sqlalchemy import create_engine, func, make_url, select, text
 
 import pipeline
 from pipeline import cli
-from pipeline.context import Context, assemble
-from pipeline.decisions import Decision
+from pipeline.db.models import ClaimRow, EventRow, FactRow
+from pipeline.db.store import Store, open_store
 from pipeline.errors import ConflictError, InvalidInput, NotFound
-from pipeline.forget import forget
-from pipeline.lifecycle import expire, promote
-from pipeline.models import ClaimRow, EventRow, FactRow
-from pipeline.replay import REPLAYED, replay
+from pipeline.ledger.events import KINDS, Decision
+from pipeline.ledger.expire import expire
+from pipeline.ledger.forget import forget
+from pipeline.ledger.promote import promote
+from pipeline.ledger.replay import replay
+from pipeline.read.context import Context, assemble
 from pipeline.settings import Settings
-from pipeline.store import Store, open_store
 from schemas.facts import Fact
 
 TENANTS = ["acme", "globex"]
@@ -392,7 +393,9 @@ def test_replay_rebuilds_the_ledger_from_the_log_alone(
         report = replay(clocked_store, target)
         assert report.events == len(live_events)
         assert report.applied == sum(
-            1 for event in live_events if event["command"] is not None and event["kind"] in REPLAYED
+            1
+            for event in live_events
+            if event["command"] is not None and KINDS[event["kind"]].replayed
         )
         rebuilt_facts = facts_of(target)
         assert len(rebuilt_facts) == len(live_facts)

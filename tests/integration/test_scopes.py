@@ -17,13 +17,13 @@ from hypothesis import strategies as st
 from sqlalchemy import select
 
 import pipeline
-from pipeline.context import assemble
-from pipeline.decisions import decision_log
-from pipeline.errors import FactConflict, NotFound, TrustRejected
-from pipeline.forget import forget
-from pipeline.lifecycle import NotQuarantined, promote
-from pipeline.models import ClaimRow, EventRow, FactRow, IdempotencyRow
-from pipeline.store import Store
+from pipeline.db.models import ClaimRow, EventRow, FactRow, IdempotencyRow
+from pipeline.db.store import Store
+from pipeline.errors import FactConflict, NotFound, NotQuarantined, TrustRejected
+from pipeline.ledger.forget import forget
+from pipeline.ledger.log import decision_log
+from pipeline.ledger.promote import promote
+from pipeline.read.context import assemble
 from schemas.facts import Fact
 
 AGENTS = ["a0", "a1"]

@@ -11,7 +11,7 @@ import pytest
 
 import pipeline
 from pipeline.cli import run
-from pipeline.store import Store
+from pipeline.db.store import Store
 from tests.integration.ledger_helpers import assert_no_overlap, cli, cli_json, one_at, put, timeline
 
 KEY = {"tenant_id": "acme", "subject": "mira", "attribute": "passport_deadline"}

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli import run
+from pipeline.db.store import open_store
 from pipeline.errors import RetryableError, StoreUnavailable
 from pipeline.settings import Settings
-from pipeline.store import open_store
 
 NO_SERVER = "postgresql+psycopg://postgres@127.0.0.1:9/sgam"  # the discard port: nothing listens
 

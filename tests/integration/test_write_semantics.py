@@ -13,8 +13,8 @@ from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
 import pipeline
+from pipeline.db.store import Store
 from pipeline.errors import FactConflict, InvalidInput, TrustRejected
-from pipeline.store import Store
 from schemas.facts import FactStatus, Trust
 from tests.conftest import FrozenClock
 from tests.integration.ledger_helpers import (

@@ -7,7 +7,7 @@ from itertools import permutations
 
 import pytest
 
-from pipeline.intervals import Claim, Interval, Verdict, holding_at, judge, project, winners
+from pipeline.ledger.intervals import Claim, Interval, Verdict, holding_at, judge, project, winners
 
 INFERRED, VERIFIED, USER_CONFIRMED = 1, 2, 3
 T0 = datetime(2026, 6, 1, tzinfo=UTC)

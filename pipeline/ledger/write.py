@@ -1,86 +1,73 @@
-"""The write path: validate a fact against the catalogue, judge it, store it, log the decision."""
+"""The write path: validate a fact against the catalogue, judge it, store it, log the decision.
+
+`write_fact(unit, command)` works in the caller's unit of work and returns the result or the
+refusal; `put(store, command)` is the same in a transaction of its own, raising the refusal.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
-from pipeline import decisions, idempotency, writes
-from pipeline.decisions import Decision
-from pipeline.errors import (
-    ConflictError,
-    FactConflict,
-    InvalidInput,
-    TrustRejected,
-    VersionConflict,
-)
-from pipeline.intervals import Interval, Verdict, holding_at, judge
-from pipeline.models import ClaimRow, FactRow
-from pipeline.projection import (
+from pipeline.db import inserts
+from pipeline.db.models import ClaimRow, FactRow
+from pipeline.db.store import Store
+from pipeline.db.unit import Unit
+from pipeline.errors import ConflictError, InvalidInput, TrustRejected, VersionConflict
+from pipeline.ledger import events, idempotency
+from pipeline.ledger.events import Decision, EventKind
+from pipeline.ledger.intervals import Interval, holding_at
+from pipeline.ledger.judging import trust_refusal
+from pipeline.ledger.results import PutResult, settled
+from pipeline.ledger.slots import SlotKey, SlotState, load_slot, lock_key
+from pipeline.ledger.versions import (
     HOLDING,
     Change,
-    SlotKey,
-    SlotState,
-    as_claim,
-    load_slot,
+    change_reason,
     new_version,
     reproject,
     row_values,
     stored_intervals,
     to_fact,
 )
-from pipeline.store import Store
 from pipeline.validation import parse
 from schemas.commands import PutFact
-from schemas.facts import ClaimRecord, Fact, FactStatus, Trust, format_utc
-from schemas.fields import canonical_json
-
-
-@dataclass(frozen=True)
-class PutResult:
-    """The fact that now holds the written value at its valid_from. `written` is False when the
-    ledger already said so (a restatement or a repeated idempotency key)."""
-
-    fact: Fact
-    written: bool
-
-    def to_json(self) -> dict[str, Any]:
-        return {"fact": self.fact.model_dump(mode="json"), "written": self.written}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> PutResult:
-        return cls(Fact.model_validate(data["fact"]), written=False)
+from schemas.events import ClaimPayload
+from schemas.facts import ClaimRecord, Fact, FactStatus, Trust
+from schemas.fields import canonical_json, format_utc
 
 
 def put(store: Store, command: PutFact | Mapping[str, Any]) -> PutResult:
-    """Write one fact. Raises InvalidInput, FactConflict, TrustRejected or VersionConflict."""
+    """Write one fact in a transaction of its own. Raises InvalidInput, FactConflict,
+    TrustRejected, VersionConflict or IdempotencyConflict."""
     command = parse(PutFact, command)
-    claim_id = str(uuid.uuid4())
-
-    def work(session: Session) -> PutResult | ConflictError:
-        def apply() -> PutResult | ConflictError:
-            lock_key(store, session, SlotKey.of(command))
-            # The clock is read under the lock, so recorded_at follows the order of writes.
-            claim = resolve(store, command, claim_id=claim_id, now=store.clock())
-            return apply_claim(store, session, claim, command=command, locked=True)
-
-        return idempotency.once(store, session, command, apply, PutResult.from_json)
-
-    outcome = store.run(work)
-    if isinstance(outcome, ConflictError):
-        raise outcome
-    return outcome
+    return settled(store, lambda unit: write_fact(unit, command))
 
 
-def resolve(store: Store, command: PutFact, *, claim_id: str, now: datetime) -> ClaimRecord:
+def write_fact(unit: Unit, command: PutFact | Mapping[str, Any]) -> PutResult | ConflictError:
+    """Write one fact in the caller's unit of work. A refusal (conflict, lower trust, stale
+    version) is logged and returned; invalid input raises InvalidInput before any write."""
+    command = parse(PutFact, command)
+
+    def apply() -> PutResult | ConflictError:
+        lock_key(unit, SlotKey.of(command))
+        # The clock is read under the lock, so recorded_at follows the order of writes.
+        claim = resolve(unit, command, claim_id=str(uuid.uuid4()), now=unit.clock())
+        with inserts.batch(unit.session):
+            return _judge_and_store(unit, claim, command)
+
+    return idempotency.once(unit, command, apply, PutResult.from_json)
+
+
+def resolve(unit: Unit, command: PutFact, *, claim_id: str, now: datetime) -> ClaimRecord:
     """Check the command against the catalogue and settle every derived field."""
-    catalog = store.catalog
+    catalog = unit.catalog
     spec = catalog.attributes.get(command.attribute)
     if spec is None:
         raise InvalidInput(
@@ -98,7 +85,7 @@ def resolve(store: Store, command: PutFact, *, claim_id: str, now: datetime) -> 
         raise InvalidInput("value", f"{exc} ({command.attribute} is a {spec.type})") from None
     text = canonical_json(value)
     size = len(text.encode("utf-8"))
-    limit = store.settings.max_value_bytes
+    limit = unit.settings.max_value_bytes
     if size > limit:
         raise InvalidInput("value", f"is {size} bytes; the limit is {limit} (SGAM_MAX_VALUE_BYTES)")
     expires_at = now + catalog.retention(command.attribute)
@@ -135,50 +122,24 @@ def resolve(store: Store, command: PutFact, *, claim_id: str, now: datetime) -> 
     )
 
 
-def lock_key(store: Store, session: Session, key: SlotKey) -> None:
-    store.lock(session, key.lock_name(), shared=(key.subject_lock_name(),))
-
-
-def apply_claim(
-    store: Store,
-    session: Session,
-    claim: ClaimRecord,
-    *,
-    command: PutFact | None,
-    locked: bool = False,
-) -> PutResult | ConflictError:
-    """Judge and store one resolved claim. `command` is None during replay: nothing is judged
-    or logged then, because the log already holds the original decision."""
-    key = SlotKey.of(claim)
-    if not locked:
-        lock_key(store, session, key)
-    with writes.batch(session):
-        return _judge_and_store(session, key, claim, command)
-
-
-def _judge_and_store(
-    session: Session, key: SlotKey, claim: ClaimRecord, command: PutFact | None
-) -> PutResult | ConflictError:
+def _judge_and_store(unit: Unit, claim: ClaimRecord, command: PutFact) -> PutResult | ConflictError:
+    session = unit.session
     if claim.trust is Trust.UNTRUSTED:
         fact = _quarantine(session, claim)
-        _Log(session, claim, command).event(
+        _Log(unit, claim, command).event(
             Decision.QUARANTINE, [claim.claim_id], "untrusted source: hidden until promoted"
         )
         return PutResult(fact, written=True)
 
-    state = load_slot(session, key)
-    if command is not None:
-        claim = _after_earlier_claims(claim, state)
-    log = _Log(session, claim, command)
-    if command is not None:
-        problem = _refusal(state, claim, command)
-        if problem is not None:
-            log.event(refusal_decision(problem), [], str(problem))
-            return problem
+    state = load_slot(session, SlotKey.of(claim))
+    claim = _after_earlier_claims(claim, state)
+    log = _Log(unit, claim, command)
+    problem = _refusal(state, claim, command)
+    if problem is not None:
+        log.event(refusal_decision(problem), [], str(problem))
+        return problem
 
-    writes.insert_rows(session, ClaimRow, [claim_columns(claim)])
-    state.add(claim)
-    changes = reproject(session, key, claim.recorded_at, state)
+    changes = _store(session, claim, state)
     written = next((change for change in changes if change.fact_id == claim.claim_id), None)
     if written is not None:
         holder = written.after
@@ -193,6 +154,25 @@ def _judge_and_store(
         if change.fact_id != holder["fact_id"]:
             log.derived(Decision.SUPERSEDE, change, claim.claim_id)
     return PutResult(to_fact(holder), written=bool(changes))
+
+
+def _store(session: Session, claim: ClaimRecord, state: SlotState) -> list[Change]:
+    inserts.insert_rows(session, ClaimRow, [claim_columns(claim)])
+    state.add(claim)
+    return reproject(session, claim.recorded_at, state)
+
+
+def store_claim(unit: Unit, payload: ClaimPayload) -> None:
+    """Replay: store an accepted claim exactly as it was decided, judging and logging nothing
+    (the log already holds the original decisions)."""
+    claim = payload.claim
+    key = SlotKey.of(claim)
+    lock_key(unit, key)
+    with inserts.batch(unit.session):
+        if claim.trust is Trust.UNTRUSTED:
+            _quarantine(unit.session, claim)
+        else:
+            _store(unit.session, claim, load_slot(unit.session, key))
 
 
 def _holding(state: SlotState, changes: list[Change], moment: datetime) -> Mapping[str, Any]:
@@ -239,32 +219,12 @@ def _refusal(state: SlotState, claim: ClaimRecord, command: PutFact) -> Conflict
     return trust_refusal(state, claim)
 
 
-def trust_refusal(state: SlotState, claim: ClaimRecord) -> ConflictError | None:
-    """FactConflict or TrustRejected when another value already holds from the same instant."""
-    rows = state.claims
-    verdict, rival = judge((as_claim(row) for row in rows.values()), as_claim(claim))
-    if verdict is Verdict.ACCEPT or rival is None:
-        return None
-    existing = f"fact {rival.claim_id} (trust {rows[rival.claim_id].trust})"
-    start = format_utc(claim.valid_from)
-    if verdict is Verdict.CONFLICT:
-        return FactConflict(
-            f"{claim.attribute} already has a different value from {start} with equal trust "
-            f"in {existing}; confirm one of them with a higher trust level",
-            existing_fact_id=rival.claim_id,
-        )
-    return TrustRejected(
-        f"{claim.attribute} has a different value from {start} with higher trust in {existing}",
-        existing_fact_id=rival.claim_id,
-    )
-
-
 def refusal_decision(problem: ConflictError) -> Decision:
     return Decision.REJECT if isinstance(problem, TrustRejected) else Decision.CONFLICT
 
 
 def _quarantine(session: Session, claim: ClaimRecord) -> Fact:
-    writes.insert_rows(session, ClaimRow, [claim_columns(claim) | {"quarantined": True}])
+    inserts.insert_rows(session, ClaimRow, [claim_columns(claim) | {"quarantined": True}])
     row = new_version(
         claim,
         version=1,
@@ -273,7 +233,7 @@ def _quarantine(session: Session, claim: ClaimRecord) -> Fact:
         supersedes=None,
         now=claim.recorded_at,
     )
-    writes.insert_rows(session, FactRow, [row])
+    inserts.insert_rows(session, FactRow, [row])
     return to_fact(row)
 
 
@@ -289,37 +249,41 @@ def claim_columns(claim: ClaimRecord) -> dict[str, Any]:
 class _Log:
     """The decisions of one put. Its primary event carries the resolved claim for replay."""
 
-    def __init__(self, session: Session, claim: ClaimRecord, command: PutFact | None) -> None:
-        self.session = session
+    def __init__(self, unit: Unit, claim: ClaimRecord, command: PutFact) -> None:
+        self.unit = unit
         self.claim = claim
         self.command = command
 
     def event(self, decision: Decision, fact_ids: list[str], reason: str | None = None) -> None:
-        self._record(
-            decision, fact_ids, reason, {"op": "put", "claim": self.claim.model_dump(mode="json")}
-        )
+        self._record(decision, fact_ids, reason, ClaimPayload(claim=self.claim))
 
     def derived(self, decision: Decision, change: Change, by: str) -> None:
-        self._record(decision, [change.fact_id], decisions.change_reason(change, by), None)
+        self._record(decision, [change.fact_id], change_reason(change, by), None)
 
     def _record(
         self,
         decision: Decision,
         fact_ids: list[str],
         reason: str | None,
-        command: dict[str, Any] | None,
+        payload: BaseModel | None,
     ) -> None:
-        if self.command is None:
-            return
-        decisions.record(
-            self.session,
+        events.record(
+            self.unit,
             decision,
+            payload,
             occurred_at=self.claim.recorded_at,
             actor=self.command.actor,
             tenant_id=self.claim.tenant_id,
             subject=self.claim.subject,
             fact_ids=fact_ids,
-            command=command,
             idempotency_key=self.command.idempotency_key,
             reason=reason,
         )
+
+
+for _kind, _meaning in (
+    (Decision.WRITE, "a claim was stored and changed the current belief"),
+    (Decision.RESTATE, "a claim agreed with what holds: provenance only"),
+    (Decision.QUARANTINE, "an untrusted claim was stored hidden until promoted"),
+):
+    events.register(EventKind(_kind, ClaimPayload, apply=store_claim, description=_meaning))

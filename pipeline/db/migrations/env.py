@@ -5,7 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine
 
-from pipeline.models import Base
+from pipeline.db.models import Base
 
 config = context.config
 connection = config.attributes.get("connection")

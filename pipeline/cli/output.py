@@ -1,15 +1,17 @@
-"""How the CLI prints facts: JSON for programs and pipes, one readable line per fact for people."""
+"""How the CLI prints: JSON for programs and pipes, one readable line per fact for people.
+
+Imports only the standard library at start-up; the models are imported when something prints.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-
-from schemas.facts import Fact, format_utc
+if TYPE_CHECKING:
+    from schemas.facts import Fact
 
 
 def wants_json(flag: bool) -> bool:
@@ -17,21 +19,23 @@ def wants_json(flag: bool) -> bool:
 
 
 def emit_json(payload: Any) -> None:
-    sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+    sys.stdout.write(json.dumps(plain(payload), ensure_ascii=False, indent=2) + "\n")
 
 
 def facts(found: Fact | Sequence[Fact] | None, as_json: bool) -> None:
     if wants_json(as_json):
-        emit_json(_plain(found))
+        emit_json(found)
         return
     if found is None:
         sys.stdout.write("nothing holds\n")
         return
-    for fact in [found] if isinstance(found, Fact) else found:
+    for fact in [found] if not isinstance(found, Sequence) else found:
         sys.stdout.write(describe(fact) + "\n")
 
 
 def describe(fact: Fact) -> str:
+    from schemas.fields import format_utc
+
     end = format_utc(fact.valid_to) or "open"
     links = f" supersedes={fact.supersedes_fact_id}" if fact.supersedes_fact_id else ""
     return (
@@ -42,9 +46,11 @@ def describe(fact: Fact) -> str:
     )
 
 
-def _plain(found: Any) -> Any:
-    if isinstance(found, BaseModel):
-        return found.model_dump(mode="json")
+def plain(found: Any) -> Any:
+    """JSON-ready form of models, lists of them and plain values."""
+    model_dump = getattr(found, "model_dump", None)
+    if callable(model_dump):
+        return model_dump(mode="json")
     if isinstance(found, list | tuple):
-        return [_plain(item) for item in found]
+        return [plain(item) for item in found]
     return found

@@ -26,11 +26,14 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    event,
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator, TypeEngine
+
+from pipeline.db import guards
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -165,7 +168,20 @@ class FactRow(ScopedKey, Content, Base):
         ),
         # Transaction-time reads ("what did we believe at K") and history.
         Index(None, "tenant_id", "subject", "attribute", "recorded_at"),
-        Index(None, "expires_at", postgresql_where=text("superseded_at IS NULL")),
+        Index(
+            None,
+            "expires_at",
+            postgresql_where=text("superseded_at IS NULL"),
+            sqlite_where=text("superseded_at IS NULL"),
+        ),
+        # At most one open-ended current row per slot, on both stores.
+        Index(
+            "uq_facts_one_open",
+            *guards.SLOT_COLUMNS,
+            unique=True,
+            postgresql_where=text(f"valid_to IS NULL AND {guards.HOLDING}"),
+            sqlite_where=text(f"valid_to IS NULL AND {guards.HOLDING}"),
+        ),
         CheckConstraint("valid_to IS NULL OR valid_from < valid_to", name="valid_interval"),
         CheckConstraint(
             "superseded_at IS NULL OR recorded_at <= superseded_at", name="recorded_interval"
@@ -178,13 +194,17 @@ class FactRow(ScopedKey, Content, Base):
     )
 
 
+# The columns of a fact version as reads return them: everything but the storage row id.
+FACT_COLUMNS = [column.key for column in FactRow.__table__.columns if column.key != "row_id"]
+
+
 class EventRow(Base):
     __tablename__ = "events"
 
     event_id: Mapped[int] = mapped_column(
         BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True
     )
-    kind: Mapped[str] = mapped_column(String(16))
+    kind: Mapped[str] = mapped_column(String(40))
     tenant_id: Mapped[str | None] = mapped_column(ID)
     subject: Mapped[str | None] = mapped_column(ID)
     actor: Mapped[str] = mapped_column(ID)
@@ -209,3 +229,12 @@ class IdempotencyRow(Base):
     command_hash: Mapped[str] = mapped_column(String(64))
     result: Mapped[Any] = mapped_column(JsonColumn)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
+def _create_guards(target: Any, connection: Any, **_: Any) -> None:
+    for statement in guards.statements(connection.dialect.name):
+        connection.exec_driver_sql(statement)
+
+
+# `create_all` builds the guards too; migrations create them explicitly (see `guards`).
+event.listen(FactRow.__table__, "after_create", _create_guards)

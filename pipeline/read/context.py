@@ -17,12 +17,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from pipeline.read import SubjectQuery, get
-from pipeline.store import Store
+from pipeline.db.store import Store
+from pipeline.read.facts import SubjectQuery, get
 from pipeline.validation import parse
 from schemas.catalog import Catalog
-from schemas.facts import Fact, format_utc
-from schemas.fields import Text
+from schemas.facts import Fact
+from schemas.fields import Text, format_utc
 
 TokenCounter = Callable[[str], int]
 _WORD = re.compile(r"\w+")

@@ -14,9 +14,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy import Select, bindparam, or_, select
 
-from pipeline.models import FactRow
-from pipeline.projection import FACT_COLUMNS
-from pipeline.store import Store
+from pipeline.db.models import FACT_COLUMNS, FactRow
+from pipeline.db.store import Store
 from pipeline.validation import parse
 from schemas.facts import Fact, FactStatus
 from schemas.fields import Identifier, UtcDatetime

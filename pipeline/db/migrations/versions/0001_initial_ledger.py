@@ -11,7 +11,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-from pipeline.models import UtcDateTime
+from pipeline.db import guards
+from pipeline.db.models import UtcDateTime
 
 revision: str = "0001"
 down_revision: str | Sequence[str] | None = None
@@ -20,9 +21,6 @@ depends_on: str | Sequence[str] | None = None
 
 JSON = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
 CURRENT = sa.text("superseded_at IS NULL")
-# The rows that make up the current belief: no two may overlap within one slot.
-HOLDING = "superseded_at IS NULL AND status IN ('active', 'expired') AND forgotten_at IS NULL"
-SLOT = "tenant_id, agent_id, purpose, subject, attribute, slot"
 
 
 def upgrade() -> None:
@@ -186,36 +184,12 @@ def upgrade() -> None:
 
 def _guard_overlaps() -> None:
     """Make the database itself refuse overlapping current-belief intervals in a slot."""
-    if op.get_bind().dialect.name == "postgresql":
-        op.execute("CREATE EXTENSION IF NOT EXISTS btree_gist")
-        op.execute(
-            "ALTER TABLE facts ADD CONSTRAINT ex_facts_no_overlap EXCLUDE USING gist ("
-            "tenant_id WITH =, agent_id WITH =, purpose WITH =, subject WITH =, "
-            "attribute WITH =, slot WITH =, "
-            "tstzrange(valid_from, valid_to, '[)') WITH &&"
-            f") WHERE ({HOLDING})"
-        )
-    else:
-        # SQLite has no exclusion constraints; triggers refuse the same rows.
-        for event, other in (("INSERT", ""), ("UPDATE", "AND f.row_id <> NEW.row_id ")):
-            op.execute(
-                f"CREATE TRIGGER facts_no_overlap_{event.lower()} BEFORE {event} ON facts "
-                "WHEN NEW.superseded_at IS NULL AND NEW.status IN ('active', 'expired') "
-                "AND NEW.forgotten_at IS NULL "
-                "BEGIN SELECT RAISE(ABORT, 'overlapping current-belief interval') "
-                "WHERE EXISTS (SELECT 1 FROM facts f WHERE f.superseded_at IS NULL "
-                "AND f.status IN ('active', 'expired') AND f.forgotten_at IS NULL "
-                f"{other}"
-                "AND f.tenant_id = NEW.tenant_id AND f.agent_id = NEW.agent_id "
-                "AND f.purpose = NEW.purpose AND f.subject = NEW.subject "
-                "AND f.attribute = NEW.attribute AND f.slot = NEW.slot "
-                "AND (f.valid_to IS NULL OR f.valid_to > NEW.valid_from) "
-                "AND (NEW.valid_to IS NULL OR NEW.valid_to > f.valid_from)); END"
-            )
+    for statement in guards.statements(op.get_bind().dialect.name):
+        op.execute(statement)
     # At most one open-ended current row per slot, on both stores.
     op.execute(
-        f"CREATE UNIQUE INDEX uq_facts_one_open ON facts ({SLOT}) "
-        f"WHERE valid_to IS NULL AND {HOLDING}"
+        f"CREATE UNIQUE INDEX uq_facts_one_open ON facts ({', '.join(guards.SLOT_COLUMNS)}) "
+        f"WHERE valid_to IS NULL AND {guards.HOLDING}"
     )
 
 

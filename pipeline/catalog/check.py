@@ -7,8 +7,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from pipeline.models import FactRow
-from pipeline.store import Store
+from pipeline.db.models import FactRow
+from pipeline.db.store import Store
 from schemas.catalog import AttributeSpec
 from schemas.facts import FactStatus
 
@@ -42,8 +42,8 @@ def check_catalog(store: Store) -> list[CatalogProblem]:
         .order_by(FactRow.tenant_id, FactRow.subject, FactRow.attribute, FactRow.valid_from)
         .execution_options(yield_per=1000)
     )
-    with store.transaction() as session:
-        for row in session.scalars(query):
+    with store.begin() as unit:
+        for row in unit.session.scalars(query):
             problem = _problem(catalog.attributes.get(row.attribute), row)
             if problem is not None:
                 problems.append(

@@ -5,12 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
-from sqlalchemy.orm import Session
-
-from pipeline.decisions import content_hash
+from pipeline.db.models import IdempotencyRow
+from pipeline.db.unit import Unit
 from pipeline.errors import ConflictError, IdempotencyConflict
-from pipeline.models import IdempotencyRow
-from pipeline.store import Store
+from pipeline.ledger.events import content_hash
 from schemas.commands import Command
 
 
@@ -22,8 +20,7 @@ R = TypeVar("R", bound=Result)
 
 
 def once(
-    store: Store,
-    session: Session,
+    unit: Unit,
     command: Command,
     apply: Callable[[], R | ConflictError],
     load: Callable[[Mapping[str, Any]], R],
@@ -33,9 +30,9 @@ def once(
     key = command.idempotency_key
     if key is None:
         return apply()
-    store.lock(session, ("idempotency", command.tenant_id, key))
+    unit.lock(("idempotency", command.tenant_id, key))
     digest = content_hash(command.model_dump(mode="json", exclude={"idempotency_key"}))
-    seen = session.get(IdempotencyRow, (command.tenant_id, key))
+    seen = unit.session.get(IdempotencyRow, (command.tenant_id, key))
     if seen is not None:
         if seen.command_hash != digest:
             raise IdempotencyConflict(
@@ -47,14 +44,14 @@ def once(
         result = outcome.to_json()
         # The subject lets a purge find and scrub this result; a promote names it only there.
         subject = getattr(command, "subject", None) or result.get("fact", {}).get("subject")
-        session.add(
+        unit.session.add(
             IdempotencyRow(
                 tenant_id=command.tenant_id,
                 key=key,
                 subject=subject,
                 command_hash=digest,
                 result=result,
-                created_at=store.clock(),
+                created_at=unit.clock(),
             )
         )
     return outcome

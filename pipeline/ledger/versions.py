@@ -1,4 +1,4 @@
-"""Bring one slot's stored facts in line with the projection of its claims.
+"""Fact versions: bring one slot's stored facts in line with the projection of its claims.
 
 The stored state is the source of "before"; `intervals.project` gives "after". Every fact whose
 interval or status changes gets its current version closed (superseded_at = now) and a new
@@ -9,53 +9,27 @@ inserts: the database checks non-overlap at every statement.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from datetime import datetime
+from enum import Enum
 from typing import Any
 
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
 
-from pipeline import writes
-from pipeline.intervals import Claim, Interval, holding_at, project
-from pipeline.models import ClaimRow, FactRow, UtcDateTime
-from schemas.commands import PutFact
+from pipeline.db import inserts
+from pipeline.db.models import FACT_COLUMNS, ClaimRow, FactRow, UtcDateTime
+from pipeline.ledger.intervals import Claim, Interval, holding_at, project
+from pipeline.ledger.slots import AnyClaim, SlotState
 from schemas.facts import ClaimRecord, Fact, FactStatus, Trust
+from schemas.fields import format_utc
 
-AnyClaim = ClaimRow | ClaimRecord
-
-FACT_COLUMNS = [column.key for column in FactRow.__table__.columns if column.key != "row_id"]
+# A fact version's columns: those it copies from its claim, and its own lifecycle.
+_LIFECYCLE = {"valid_to", "recorded_at", "forgotten_at"}
+_FROM_CLAIM = [
+    key for key in FACT_COLUMNS if key in ClaimRow.__table__.columns and key not in _LIFECYCLE
+]
 HOLDING = (FactStatus.ACTIVE.value, FactStatus.EXPIRED.value)
-
-
-@dataclass(frozen=True)
-class SlotKey:
-    tenant_id: str
-    agent_id: str
-    purpose: str
-    subject: str
-    attribute: str
-    slot: str
-
-    @classmethod
-    def of(cls, row: AnyClaim | FactRow | PutFact) -> SlotKey:
-        slot = "" if isinstance(row, PutFact) else row.slot  # a command only locks its key
-        return cls(row.tenant_id, row.agent_id, row.purpose, row.subject, row.attribute, slot)
-
-    def lock_name(self) -> tuple[str, ...]:
-        # Lock the whole attribute, not the slot: a multi-valued key is small and rarely hot.
-        return ("key", self.tenant_id, self.agent_id, self.purpose, self.subject, self.attribute)
-
-    def subject_lock_name(self) -> tuple[str, ...]:
-        return subject_lock_name(self.tenant_id, self.subject)
-
-
-SLOT_FIELDS = [field.name for field in fields(SlotKey)]
-
-
-def subject_lock_name(tenant_id: str, subject: str) -> tuple[str, ...]:
-    """Writers hold it shared, forget holds it exclusively: forgetting never interleaves."""
-    return ("subject", tenant_id, subject)
 
 
 @dataclass(frozen=True)
@@ -95,40 +69,6 @@ def as_claim(row: AnyClaim) -> Claim:
     )
 
 
-def in_slot(table: type[ClaimRow] | type[FactRow]) -> list[Any]:
-    """Rows of one slot, not forgotten; bind the slot with `asdict(key)`."""
-    return [getattr(table, name) == bindparam(name) for name in SLOT_FIELDS] + [
-        table.forgotten_at.is_(None)
-    ]
-
-
-# Built once: the write path runs these on every put, and building them costs more than running.
-_CLAIMS_OF_SLOT = select(ClaimRow).where(*in_slot(ClaimRow), ClaimRow.quarantined.is_(False))
-_CURRENT_OF_SLOT = (
-    select(FactRow)
-    .where(*in_slot(FactRow), FactRow.superseded_at.is_(None))
-    .execution_options(populate_existing=True)  # rows read earlier may have been closed since
-)
-
-
-_CLOSE_VERSIONS = (
-    update(FactRow)
-    .where(
-        FactRow.fact_id.in_(bindparam("fact_ids", expanding=True)),
-        FactRow.superseded_at.is_(None),
-    )
-    .values(superseded_at=bindparam("now", type_=UtcDateTime()))
-)
-
-
-def load_claims(session: Session, key: SlotKey) -> list[ClaimRow]:
-    return list(session.scalars(_CLAIMS_OF_SLOT, asdict(key)))
-
-
-def load_current(session: Session, key: SlotKey) -> dict[str, FactRow]:
-    return {row.fact_id: row for row in session.scalars(_CURRENT_OF_SLOT, asdict(key))}
-
-
 def stored_intervals(current: Mapping[str, FactRow]) -> list[Interval]:
     holding = [row for row in current.values() if row.status in HOLDING]
     return sorted(
@@ -146,33 +86,32 @@ def new_version(
     supersedes: str | None,
     now: datetime,
 ) -> dict[str, Any]:
-    return {
+    """The row of one fact version: the claim's content and this version's lifecycle."""
+    copied = {key: _column_value(getattr(claim, key)) for key in _FROM_CLAIM}
+    return copied | {
         "fact_id": claim.claim_id,
         "version": version,
-        "tenant_id": claim.tenant_id,
-        "agent_id": claim.agent_id,
-        "purpose": claim.purpose,
-        "subject": claim.subject,
-        "attribute": claim.attribute,
-        "slot": claim.slot,
-        "cardinality": str(claim.cardinality),
-        "value": claim.value,
-        "value_hash": claim.value_hash,
-        "kind": claim.kind,
-        "schema_version": claim.schema_version,
-        "valid_from": claim.valid_from,
         "valid_to": valid_to,
         "recorded_at": now,
         "superseded_at": None,
         "supersedes_fact_id": supersedes,
-        "source_episode_id": claim.source_episode_id,
-        "evidence": claim.evidence,
-        "confidence": claim.confidence,
-        "trust": str(claim.trust),
         "status": status.value,
-        "expires_at": claim.expires_at,
         "forgotten_at": None,
     }
+
+
+def _column_value(value: Any) -> Any:
+    return value.value if isinstance(value, Enum) else value
+
+
+_CLOSE_VERSIONS = (
+    update(FactRow)
+    .where(
+        FactRow.fact_id.in_(bindparam("fact_ids", expanding=True)),
+        FactRow.superseded_at.is_(None),
+    )
+    .values(superseded_at=bindparam("now", type_=UtcDateTime()))
+)
 
 
 def write_versions(session: Session, changes: list[Change], now: datetime) -> None:
@@ -180,26 +119,10 @@ def write_versions(session: Session, changes: list[Change], now: datetime) -> No
     closing = [change.fact_id for change in changes if change.before is not None]
     if closing:
         session.connection().execute(_CLOSE_VERSIONS, {"fact_ids": closing, "now": now})
-    writes.insert_rows(session, FactRow, [dict(change.after) for change in changes])
+    inserts.insert_rows(session, FactRow, [dict(change.after) for change in changes])
 
 
-@dataclass
-class SlotState:
-    """What a write needs to know about one slot, read once after its lock is held."""
-
-    claims: dict[str, AnyClaim]
-    current: dict[str, FactRow]
-
-    def add(self, claim: AnyClaim) -> None:
-        self.claims[claim.claim_id] = claim
-
-
-def load_slot(session: Session, key: SlotKey) -> SlotState:
-    claims: dict[str, AnyClaim] = {row.claim_id: row for row in load_claims(session, key)}
-    return SlotState(claims, load_current(session, key))
-
-
-def reproject(session: Session, key: SlotKey, now: datetime, state: SlotState) -> list[Change]:
+def reproject(session: Session, now: datetime, state: SlotState) -> list[Change]:
     """Re-project the slot from its claims and write the difference. Caller holds the key lock
     and passes the slot as it stands, including any claim it just added."""
     claims, current = state.claims, state.current
@@ -249,3 +172,14 @@ def reproject(session: Session, key: SlotKey, now: datetime, state: SlotState) -
             changes.append(Change(fact_id, row_values(row), lost))
     write_versions(session, changes, now)
     return changes
+
+
+def change_reason(change: Change, by: str) -> str:
+    """Why a fact other than the one written got a new version."""
+    if change.after["status"] == FactStatus.SUPERSEDED.value:
+        return f"lost its interval to fact {by}"
+    before = change.before or {}
+    return (
+        f"valid_to moved from {format_utc(before.get('valid_to')) or 'open'} "
+        f"to {format_utc(change.after['valid_to']) or 'open'} by fact {by}"
+    )

@@ -9,21 +9,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from pipeline import decisions, idempotency
-from pipeline.decisions import Decision
+from pipeline.db.models import ClaimRow, EventRow, FactRow, IdempotencyRow
+from pipeline.db.store import Store
+from pipeline.db.unit import Unit
 from pipeline.errors import ConflictError
-from pipeline.models import ClaimRow, EventRow, FactRow, IdempotencyRow
-from pipeline.projection import subject_lock_name
-from pipeline.store import Store
+from pipeline.ledger import events, idempotency
+from pipeline.ledger.events import Decision, EventKind
+from pipeline.ledger.results import settled
+from pipeline.ledger.slots import subject_lock_name
 from pipeline.validation import parse
 from schemas.commands import ForgetSubject
-from schemas.facts import format_utc
+from schemas.events import ForgetPayload
 
 
 @dataclass(frozen=True)
@@ -40,45 +41,50 @@ class ForgetResult:
 
 
 def forget(store: Store, command: ForgetSubject | Mapping[str, Any]) -> ForgetResult:
-    """Hide (and with purge, erase) everything about a subject within a tenant."""
+    """`forget_subject` in a transaction of its own."""
+    command = parse(ForgetSubject, command)
+    return settled(store, lambda unit: forget_subject(unit, command))
+
+
+def forget_subject(
+    unit: Unit, command: ForgetSubject | Mapping[str, Any]
+) -> ForgetResult | ConflictError:
+    """Hide (and with purge, erase) everything about a subject within a tenant, in the
+    caller's unit of work."""
     command = parse(ForgetSubject, command)
 
-    def work(session: Session) -> ForgetResult | ConflictError:
-        def apply() -> ForgetResult:
-            # Exclusive: no write to this subject may interleave with its forgetting.
-            store.lock(session, subject_lock_name(command.tenant_id, command.subject))
-            now = store.clock()
-            hidden = apply_forget(session, command.tenant_id, command.subject, command.purge, now)
-            decisions.record(
-                session,
-                Decision.PURGE if command.purge else Decision.FORGET,
-                occurred_at=now,
-                actor=command.actor,
-                tenant_id=command.tenant_id,
-                subject=command.subject,
-                fact_ids=[],
-                command={
-                    "op": "forget",
-                    "tenant_id": command.tenant_id,
-                    "subject": command.subject,
-                    "purge": command.purge,
-                    "now": format_utc(now),
-                },
-                idempotency_key=command.idempotency_key,
-                reason=f"{hidden} facts hidden",
-            )
-            return ForgetResult(hidden, command.purge)
+    def apply() -> ForgetResult:
+        # Exclusive: no write to this subject may interleave with its forgetting.
+        unit.lock(subject_lock_name(command.tenant_id, command.subject))
+        payload = ForgetPayload(
+            tenant_id=command.tenant_id,
+            subject=command.subject,
+            purge=command.purge,
+            now=unit.clock(),
+        )
+        hidden = apply_forget(unit, payload)
+        events.record(
+            unit,
+            Decision.PURGE if command.purge else Decision.FORGET,
+            payload,
+            occurred_at=payload.now,
+            actor=command.actor,
+            tenant_id=command.tenant_id,
+            subject=command.subject,
+            fact_ids=[],
+            idempotency_key=command.idempotency_key,
+            reason=f"{hidden} facts hidden",
+        )
+        return ForgetResult(hidden, command.purge)
 
-        return idempotency.once(store, session, command, apply, ForgetResult.from_json)
-
-    outcome = store.run(work)
-    assert not isinstance(outcome, ConflictError)
-    return outcome
+    return idempotency.once(unit, command, apply, ForgetResult.from_json)
 
 
-def apply_forget(session: Session, tenant_id: str, subject: str, purge: bool, now: datetime) -> int:
+def apply_forget(unit: Unit, payload: ForgetPayload) -> int:
     """Tombstone every fact and claim of the subject; returns how many facts were hidden.
-    Also used by replay."""
+    Also what replay applies."""
+    session = unit.session
+    tenant_id, subject, now = payload.tenant_id, payload.subject, payload.now
     of_subject = (FactRow.tenant_id == tenant_id, FactRow.subject == subject)
     hidden = (
         session.scalar(
@@ -97,7 +103,7 @@ def apply_forget(session: Session, tenant_id: str, subject: str, purge: bool, no
             .values(forgotten_at=now)
             .execution_options(synchronize_session=False)
         )
-    if purge:
+    if payload.purge:
         _erase(session, tenant_id, subject)
     return hidden
 
@@ -138,3 +144,14 @@ def _scrub(payload: Any) -> Any:
     if isinstance(payload, list):
         return [_scrub(item) for item in payload]
     return payload
+
+
+def _replay_forget(unit: Unit, payload: ForgetPayload) -> None:
+    apply_forget(unit, payload)
+
+
+for _kind, _meaning in (
+    (Decision.FORGET, "every fact of a subject was hidden"),
+    (Decision.PURGE, "every fact of a subject was hidden and its content erased"),
+):
+    events.register(EventKind(_kind, ForgetPayload, apply=_replay_forget, description=_meaning))

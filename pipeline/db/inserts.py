@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import BindParameter, TextClause, bindparam, insert, text
 from sqlalchemy.orm import Session
 
-from pipeline.models import Base
+from pipeline.db.models import Base
 
 _PENDING = "sgam_pending_inserts"
 Rows = list[dict[str, Any]]

@@ -1,0 +1,69 @@
+"""The `sgam` command line: thin commands over the Python API.
+
+Output is JSON with --json or on a pipe. Every failure is one line on stderr; the exit code
+says what kind (see `pipeline.cli.errors`). Commands import what they need when they run, so
+start-up stays cheap.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from pipeline.cli import admin, facts, lifecycle
+from pipeline.cli.errors import USAGE_ERROR, describe, exit_code, fail, internal
+from pipeline.errors import SgamError
+
+
+@click.group(help=__doc__)
+@click.option("--debug", is_flag=True, help="Print the traceback of an internal error.")
+@click.pass_context
+def app(context: click.Context, debug: bool) -> None:
+    context.obj = {"debug": debug}
+
+
+for command in (
+    facts.put,
+    facts.get,
+    facts.history,
+    lifecycle.promote,
+    lifecycle.forget,
+    lifecycle.expire,
+    lifecycle.context,
+    lifecycle.show_log,
+    admin.db,
+    admin.replay,
+    admin.catalog,
+    admin.demo,
+):
+    app.add_command(command)
+
+
+def run(args: list[str] | None = None) -> int:
+    """Run the CLI and return its exit code."""
+    for stream in (sys.stdout, sys.stderr):
+        # Arguments with undecodable bytes must not crash the error report that names them.
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+    argv = sys.argv[1:] if args is None else args
+    try:
+        code = app.main(args=argv, prog_name="sgam", standalone_mode=False)
+    except click.exceptions.Abort:
+        return fail(130, "aborted")
+    except click.ClickException as usage:
+        return fail(USAGE_ERROR, usage.format_message().replace("\n", " "))
+    except SgamError as error:
+        return fail(exit_code(error), describe(error))
+    except Exception as error:  # a bug: one line, the traceback only on request
+        return internal(error, debug="--debug" in argv[: _first_command(argv)])
+    return code if isinstance(code, int) else 0
+
+
+def _first_command(argv: list[str]) -> int:
+    return next((index for index, arg in enumerate(argv) if not arg.startswith("-")), len(argv))
+
+
+def main() -> None:
+    sys.exit(run())

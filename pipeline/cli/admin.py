@@ -1,0 +1,96 @@
+"""`sgam db`, `catalog`, `replay` and `demo`: operating the store."""
+
+from __future__ import annotations
+
+import click
+
+from pipeline.cli import output
+from pipeline.cli.options import json_output, opened_store
+from pipeline.errors import InvalidInput
+
+
+@click.group()
+def db() -> None:
+    """Database schema."""
+
+
+@db.command("upgrade")
+def db_upgrade() -> None:
+    """Create or migrate the database named by SGAM_DATABASE_URL."""
+    from pipeline.db.store import Store
+    from pipeline.settings import load_settings
+
+    store = Store(load_settings())
+    try:
+        store.upgrade()
+    finally:
+        store.dispose()
+    click.echo("database is at the latest schema", err=True)
+
+
+@click.command()
+@click.option("--to", "target_url", required=True, help="URL of an empty database to rebuild.")
+def replay(target_url: str) -> None:
+    """Rebuild the ledger into another database from the decision log alone."""
+    from pipeline.db.store import Store
+    from pipeline.ledger.replay import replay as replay_log
+    from pipeline.settings import load_settings
+
+    with opened_store() as source:
+        try:
+            target = Store(load_settings(database_url=target_url), catalog=source.catalog)
+        except InvalidInput as bad:
+            raise InvalidInput("to", bad.problem) from None
+        try:
+            report = replay_log(source, target)
+        finally:
+            target.dispose()
+    click.echo(
+        f"replayed {report.events} events ({report.applied} applied) in {report.seconds:.2f} s",
+        err=True,
+    )
+
+
+@click.group()
+def catalog() -> None:
+    """The memory-schema catalogue (SGAM_CATALOG_PATH, else the bundled default)."""
+
+
+@catalog.command("check")
+@json_output
+def catalog_check(as_json: bool) -> None:
+    """Report stored facts the catalogue would orphan or mis-type; exit 3 if there are any."""
+    from pipeline.catalog.check import check_catalog
+
+    with opened_store() as store:
+        problems = check_catalog(store)
+        version = store.catalog.version
+    if output.wants_json(as_json):
+        output.emit_json(
+            {"catalog_version": version, "problems": [problem.to_json() for problem in problems]}
+        )
+    else:
+        for problem in problems:
+            click.echo(
+                f"{problem.tenant_id}/{problem.subject}.{problem.attribute} "
+                f"fact={problem.fact_id}: {problem.problem}"
+            )
+        click.echo(f"catalogue {version}: {len(problems)} problems", err=True)
+    if problems:
+        raise click.exceptions.Exit(3)
+
+
+@catalog.command("show")
+def catalog_show() -> None:
+    """Print the catalogue in effect, validated, as JSON."""
+    with opened_store() as store:
+        output.emit_json(store.catalog)
+
+
+@click.command()
+def demo() -> None:
+    """Run the passport-deadline example on the configured store and print the answers."""
+    from pipeline.demo import run_demo
+
+    with opened_store() as store:
+        run_demo(store, click.echo)

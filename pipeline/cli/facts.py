@@ -1,0 +1,120 @@
+"""`sgam put`, `get` and `history`: writing and reading facts."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from pipeline.cli import output
+from pipeline.cli.options import opened_store, reviewer, scope_fields, scoped
+from pipeline.errors import InvalidInput
+
+
+@click.command()
+@scoped
+@click.option("--attribute", required=True, help="Catalogue attribute.")
+@click.option("--value", help="The value, typed by the catalogue.")
+@click.option(
+    "--value-file",
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+    help="Read the value from a file ('-' for stdin).",
+)
+@click.option("--valid-from", required=True, help="When the value starts to hold (RFC 3339).")
+@click.option("--valid-to", help="When the value stops holding.")
+@click.option("--source", required=True, help="Id of the episode that states the fact.")
+@click.option("--evidence", help="Quote from the episode.")
+@click.option("--trust", help="user_confirmed | verified (default) | inferred | untrusted")
+@click.option("--confidence", help="0..1, default 1.")
+@click.option("--cardinality", help="one | many; must match the catalogue.")
+@click.option("--expires-at", help="An expiry earlier than the kind's retention.")
+@click.option("--expected-version", help="Version of the fact holding at valid_from (0: none).")
+@click.option("--idempotency-key", help="Repeat-safe request key.")
+@click.option("--actor", default="cli", show_default=True, help="Who issues the write (audit).")
+def put(
+    tenant: str,
+    agent: str,
+    purpose: str,
+    as_json: bool,
+    value: str | None,
+    value_file: Path | None,
+    source: str,
+    **options: Any,
+) -> None:
+    """Write a fact; prints the fact that now holds the value."""
+    from pipeline.ledger.write import put as put_fact
+
+    fields = scope_fields(
+        tenant,
+        agent,
+        purpose,
+        value=_read_value(value, value_file),
+        source_episode_id=source,
+        **options,
+    )
+    with opened_store() as store:
+        result = put_fact(store, fields)
+    if not result.written:
+        click.echo("unchanged: the ledger already holds this value", err=True)
+    output.facts(result.fact, as_json)
+
+
+def _read_value(value: str | None, value_file: Path | None) -> str:
+    if (value is None) == (value_file is None):
+        raise InvalidInput("value", "give exactly one of --value and --value-file")
+    if value is not None:
+        return value
+    assert value_file is not None
+    try:
+        data = sys.stdin.buffer.read() if str(value_file) == "-" else value_file.read_bytes()
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInput("value_file", "is not valid UTF-8") from None
+    except OSError as exc:
+        raise InvalidInput("value_file", f"cannot be read: {exc.strerror}") from None
+
+
+@click.command()
+@scoped
+@reviewer
+@click.option("--attribute", help="One attribute; all of the subject's when omitted.")
+@click.option("--at", help="Valid time to ask about (default: now).")
+@click.option("--known-at", help="Answer as the ledger believed at this time.")
+def get(tenant: str, agent: str, purpose: str, as_json: bool, **options: Any) -> None:
+    """What holds for a subject at an instant; exit 1 when nothing does."""
+    from pipeline.read.facts import get as get_facts
+    from schemas.facts import Cardinality
+
+    with opened_store() as store:
+        found = get_facts(store, scope_fields(tenant, agent, purpose, **options))
+        attribute = options.get("attribute")
+        spec = store.catalog.attributes.get(attribute) if attribute else None
+    if spec is not None and spec.cardinality is Cardinality.ONE:
+        output.facts(found[0] if found else None, as_json)
+    else:
+        output.facts(found, as_json)
+    if not found:
+        raise click.exceptions.Exit(1)
+
+
+@click.command()
+@scoped
+@reviewer
+@click.option("--attribute", required=True, help="The attribute whose timeline to show.")
+@click.option("--known-at", help="The timeline as the ledger believed it at this time.")
+@click.option("--versions", is_flag=True, help="Every row version ever recorded (audit).")
+def history(
+    tenant: str, agent: str, purpose: str, as_json: bool, versions: bool, **options: Any
+) -> None:
+    """Every interval of the belief in valid-time order, with supersession links."""
+    from pipeline.read.facts import history as fact_history
+
+    with opened_store() as store:
+        found = fact_history(
+            store, scope_fields(tenant, agent, purpose, **options), versions=versions
+        )
+    output.facts(found, as_json)
+    if not found:
+        raise click.exceptions.Exit(1)

@@ -1,0 +1,99 @@
+"""`sgam promote`, `forget`, `expire`, `context` and `log`: the lifecycle of what is stored."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from pipeline.cli import output
+from pipeline.cli.options import given_fields, json_output, opened_store, scope_fields, scoped
+
+
+@click.command()
+@click.argument("fact_id")
+@click.option("--tenant", required=True, help="Tenant that owns the fact.")
+@click.option("--expected-version", help="The fact's current version; a mismatch changes nothing.")
+@click.option("--idempotency-key", help="Repeat-safe request key.")
+@click.option("--actor", default="cli", show_default=True, help="Who promotes (audit).")
+@json_output
+def promote(fact_id: str, tenant: str, as_json: bool, **options: Any) -> None:
+    """Release a quarantined fact: it becomes verified and may supersede others."""
+    from pipeline.ledger.promote import promote as promote_fact
+
+    fields = {"tenant_id": tenant, "fact_id": fact_id} | given_fields(options)
+    with opened_store() as store:
+        result = promote_fact(store, fields)
+    output.facts(result.fact, as_json)
+
+
+@click.command()
+@click.option("--tenant", required=True, help="Tenant that owns the subject.")
+@click.option("--subject", required=True, help="Entity to forget.")
+@click.option("--purge", is_flag=True, help="Also erase values, evidence and logged content.")
+@click.option("--idempotency-key", help="Repeat-safe request key.")
+@click.option("--actor", default="cli", show_default=True, help="Who forgets (audit).")
+@json_output
+def forget(tenant: str, subject: str, purge: bool, as_json: bool, **options: Any) -> None:
+    """Hide every fact about a subject from every read; prints how many facts it hid."""
+    from pipeline.ledger.forget import forget as forget_subject
+
+    fields = {"tenant_id": tenant, "subject": subject, "purge": purge} | given_fields(options)
+    with opened_store() as store:
+        result = forget_subject(store, fields)
+    if output.wants_json(as_json):
+        output.emit_json(result.to_json())
+    else:
+        verb = "hid and purged" if result.purged else "hid"
+        click.echo(f"{verb} {result.hidden} facts about {subject}")
+
+
+@click.command()
+@click.option("--tenant", help="Only this tenant (default: all).")
+@click.option("--now", help="Expire as of this instant (default: the clock).")
+@click.option("--actor", default="cli", show_default=True, help="Who expires (audit).")
+@json_output
+def expire(as_json: bool, **options: Any) -> None:
+    """Write explicit expired versions and events for facts past their retention."""
+    from pipeline.ledger.expire import expire as expire_facts
+
+    with opened_store() as store:
+        result = expire_facts(store, given_fields(options, tenant="tenant_id"))
+    if output.wants_json(as_json):
+        output.emit_json(
+            {"expired": len(result.expired_fact_ids), "fact_ids": result.expired_fact_ids}
+        )
+    else:
+        click.echo(f"expired {len(result.expired_fact_ids)} facts")
+
+
+@click.command()
+@scoped
+@click.option("--query", help="What the model is about to answer; ranks matching facts first.")
+@click.option("--budget-tokens", default="500", show_default=True, help="Token budget.")
+def context(tenant: str, agent: str, purpose: str, as_json: bool, **options: Any) -> None:
+    """The smallest cited context about a subject that fits the token budget."""
+    from pipeline.read.context import assemble
+
+    with opened_store() as store:
+        assembled = assemble(store, scope_fields(tenant, agent, purpose, **options))
+    if output.wants_json(as_json):
+        output.emit_json(assembled.model_dump(mode="json") | {"text": assembled.text})
+    else:
+        click.echo(assembled.text or "(no facts)")
+    if not assembled.items:
+        raise click.exceptions.Exit(1)
+
+
+@click.command("log")
+@click.option("--tenant", required=True, help="Tenant whose decisions to show.")
+@click.option("--subject", help="Only decisions about this subject.")
+@click.option("--limit", default=100, show_default=True, type=click.IntRange(1, 100_000))
+def show_log(tenant: str, subject: str | None, limit: int) -> None:
+    """The decision log of a tenant, oldest first, as JSON lines."""
+    from pipeline.ledger.log import decision_log
+
+    with opened_store() as store:
+        for event in decision_log(store, tenant_id=tenant, subject=subject, limit=limit):
+            click.echo(json.dumps(event, ensure_ascii=False))

@@ -1,0 +1,149 @@
+"""What differs between PostgreSQL and SQLite, behind one small interface.
+
+Postgres runs at READ COMMITTED and serialises writers of one key with transaction-scoped
+advisory locks; SQLite serialises every writer with BEGIN IMMEDIATE. Either way a write reads
+the key's rows only after it holds the lock, so concurrent writers behave as if sequential.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import psycopg
+from sqlalchemy import Connection, Engine, create_engine, event, make_url, text
+from sqlalchemy.exc import DBAPIError
+
+from pipeline.errors import InvalidInput
+from pipeline.settings import Settings
+
+LockName = tuple[str, ...]
+
+# SQLSTATEs after which the whole transaction may simply be run again.
+_TRANSIENT_SQLSTATES = {"40001", "40P01", "55P03"}
+# sqlite3's primary result codes (the low byte of an extended code).
+_SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_CANTOPEN = 5, 6, 14
+
+
+class Backend(Protocol):
+    name: str
+
+    def create_engine(self, url: str, settings: Settings) -> Engine: ...
+
+    def lock(
+        self, connection: Connection, names: Sequence[LockName], shared: Sequence[LockName]
+    ) -> None:
+        """Hold locks on logical names until the transaction ends."""
+
+    def is_transient(self, error: DBAPIError) -> bool:
+        """The transaction failed on contention and may simply be run again."""
+
+    def is_unavailable(self, error: DBAPIError) -> bool:
+        """The database could not be reached or opened at all."""
+
+    def analyze(self, connection: Connection, tables: Sequence[str]) -> None:
+        """Refresh the planner's statistics of `tables`."""
+
+
+class Postgres:
+    name = "postgresql"
+
+    def create_engine(self, url: str, settings: Settings) -> Engine:
+        # A lock wait longer than this fails the transaction, which `Store.run` retries.
+        options = f"-c lock_timeout={int(settings.lock_timeout_ms)}"
+        # No pre-ping: it costs a round trip per transaction. A connection found dead is
+        # invalidated by SQLAlchemy and the transaction retried by `Store.run` instead.
+        return create_engine(
+            url, pool_size=5, max_overflow=5, pool_recycle=1800, connect_args={"options": options}
+        )
+
+    def lock(
+        self, connection: Connection, names: Sequence[LockName], shared: Sequence[LockName]
+    ) -> None:
+        # One round trip for all of them: first the shared ones, then the exclusive ones.
+        calls = [("pg_advisory_xact_lock_shared", name) for name in shared]
+        calls += [("pg_advisory_xact_lock", name) for name in names]
+        if not calls:
+            return
+        selects = ", ".join(
+            f"{function}(hashtextextended(:n{index}, 0))"
+            for index, (function, _) in enumerate(calls)
+        )
+        params = {f"n{index}": "\x1f".join(name) for index, (_, name) in enumerate(calls)}
+        connection.execute(text(f"SELECT {selects}"), params)
+
+    def is_transient(self, error: DBAPIError) -> bool:
+        if error.connection_invalidated:  # the server went away; a fresh connection may work
+            return True
+        cause = error.orig
+        return isinstance(cause, psycopg.Error) and cause.sqlstate in _TRANSIENT_SQLSTATES
+
+    def is_unavailable(self, error: DBAPIError) -> bool:
+        cause = error.orig
+        if not isinstance(cause, psycopg.OperationalError):
+            return False
+        return cause.sqlstate is None or cause.sqlstate.startswith("08")
+
+    def analyze(self, connection: Connection, tables: Sequence[str]) -> None:
+        connection.execute(text(f"ANALYZE {', '.join(tables)}"))
+
+
+class Sqlite:
+    name = "sqlite"
+
+    def create_engine(self, url: str, settings: Settings) -> Engine:
+        engine = create_engine(url, connect_args={"timeout": 30})
+        event.listen(engine, "connect", _sqlite_connect)
+        event.listen(engine, "begin", _sqlite_begin)
+        return engine
+
+    def lock(
+        self, connection: Connection, names: Sequence[LockName], shared: Sequence[LockName]
+    ) -> None:
+        """Nothing to do: a SQLite writer already holds the database-wide write lock."""
+
+    def is_transient(self, error: DBAPIError) -> bool:
+        return _sqlite_code(error) in (_SQLITE_BUSY, _SQLITE_LOCKED)
+
+    def is_unavailable(self, error: DBAPIError) -> bool:
+        return _sqlite_code(error) == _SQLITE_CANTOPEN
+
+    def analyze(self, connection: Connection, tables: Sequence[str]) -> None:
+        connection.execute(text("ANALYZE"))
+
+
+def _sqlite_code(error: DBAPIError) -> int | None:
+    cause = error.orig
+    if not isinstance(cause, sqlite3.Error):
+        return None
+    code = getattr(cause, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(code, int) else None
+
+
+def _sqlite_connect(dbapi_connection: sqlite3.Connection, _record: object) -> None:
+    # Take transaction control away from the driver so that `begin` below is the only BEGIN.
+    dbapi_connection.isolation_level = None
+    dbapi_connection.execute("PRAGMA journal_mode=WAL")
+    dbapi_connection.execute("PRAGMA busy_timeout=30000")
+    dbapi_connection.execute("PRAGMA foreign_keys=ON")
+
+
+def _sqlite_begin(connection: Any) -> None:
+    # IMMEDIATE takes the write lock before the first read: a writer never decides on stale rows.
+    # A read-only connection (Store.reading) takes no lock and never blocks a writer.
+    read_only = connection.get_execution_options().get("sgam_read_only", False)
+    connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+
+
+def backend_for(url: str) -> Backend:
+    try:
+        name = make_url(url).get_backend_name()
+    except Exception:  # sqlalchemy raises ArgumentError or ValueError depending on the flaw
+        raise InvalidInput("SGAM_DATABASE_URL", "is not a database URL") from None
+    backends: dict[str, Backend] = {"sqlite": Sqlite(), "postgresql": Postgres()}
+    if name not in backends:
+        raise InvalidInput(
+            "SGAM_DATABASE_URL", "only sqlite:/// and postgresql+psycopg:// are supported"
+        )
+    return backends[name]
