@@ -61,14 +61,10 @@ def run_demo(store: Store, say: Callable[[str], None]) -> None:
         (fact,) = get(store, query)
         return str(fact.value), fact.source_episode_id
 
-    naive = next(text for text in EPISODES.values() if "passport deadline" in text)
     now_value, now_source = value_at()
     (current,) = get(
         store, {"tenant_id": "acme", "subject": "mira", "attribute": "passport_deadline"}
     )
-    say("Naive text memory:")
-    say(f"  returned episode: e1: {naive}")
-    say("")
     say("SGAM current state:")
     say(f"  mira.passport_deadline = {now_value}")
     say(f"  valid_from={format_utc(current.valid_from)}, source={now_source}")

@@ -12,16 +12,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, make_url, text
+from sqlalchemy import create_engine, inspect, make_url, select, text
 
+from pipeline.db.models import Base, EventRow
 from pipeline.db.store import Store, open_store
 from pipeline.settings import Settings
 
 POSTGRES_URL = os.environ.get(
     "SGAM_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/sgam_test"
 )
-from pipeline.db.models import Base
-
 TABLES = tuple(table.name for table in Base.metadata.sorted_tables)
 
 
@@ -46,21 +45,47 @@ def postgres_url() -> str:
     return POSTGRES_URL
 
 
-def empty_postgres(url: str) -> None:
+def empty_database(url: str) -> None:
+    """Delete every row of every table (and restart Postgres's id sequences)."""
     engine = create_engine(url)
     with engine.begin() as connection:
-        connection.execute(text(f"TRUNCATE {', '.join(TABLES)} RESTART IDENTITY"))
+        if engine.dialect.name == "postgresql":
+            connection.execute(text(f"TRUNCATE {', '.join(TABLES)} RESTART IDENTITY"))
+        else:
+            for table in reversed(Base.metadata.sorted_tables):
+                connection.execute(table.delete())  # rowids restart: no AUTOINCREMENT
     engine.dispose()
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A migrated, empty database on each backend."""
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A migrated, empty database on each backend. Afterwards, every event the test wrote
+    must be of a registered kind whose payload round-trips through its model."""
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'sgam.sqlite3'}"
-    url: str = request.getfixturevalue("postgres_url")
-    empty_postgres(url)
-    return url
+        url = f"sqlite:///{tmp_path / 'sgam.sqlite3'}"
+    else:
+        url = request.getfixturevalue("postgres_url")
+        empty_database(url)
+    yield url
+    check_logged_events(url)
+
+
+def check_logged_events(url: str) -> None:
+    from pipeline.ledger.events import kind_of, parse_payload
+    from pipeline.ledger.replay import replay  # noqa: F401  (completes the registry)
+
+    engine = create_engine(url)
+    try:
+        with engine.connect() as connection:
+            if not inspect(connection).has_table("events"):
+                return
+            rows = connection.execute(select(EventRow.kind, EventRow.command)).all()
+    finally:
+        engine.dispose()
+    for kind_name, stored in rows:
+        payload = parse_payload(kind_of(kind_name), stored)
+        if payload is not None:
+            assert payload.model_dump(mode="json") == stored, f"{kind_name} does not round-trip"
 
 
 @pytest.fixture

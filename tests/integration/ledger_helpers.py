@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import select, text
 
 import pipeline
 from pipeline.cli import run
@@ -80,3 +80,19 @@ def cli_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any]:
     code, out, err = cli(capsys, *args, "--json")
     assert out, f"no output; stderr: {err}"
     return code, json.loads(out)
+
+
+def all_rows(store: Store) -> dict[str, list[dict[str, Any]]]:
+    """Every row of every table, in insertion order (surrogate ids left out), read on a
+    connection of its own."""
+    from pipeline.db.models import Base
+
+    tables: dict[str, list[dict[str, Any]]] = {}
+    with store.reading() as connection:
+        for table in Base.metadata.sorted_tables:
+            surrogate = [column for column in table.primary_key if column.autoincrement is True]
+            order = surrogate or list(table.primary_key)
+            columns = [column for column in table.columns if column not in surrogate]
+            rows = connection.execute(select(*columns).order_by(*order))
+            tables[table.name] = [dict(row._mapping) for row in rows]
+    return tables

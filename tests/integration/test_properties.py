@@ -44,18 +44,16 @@ class Statement:
 
 @st.composite
 def statements(draw: st.DrawFn) -> list[Statement]:
-    """1-8 statements. Equal trust at the same valid_from always repeats the same value and end,
-    so no arrival order can produce a conflict."""
-    chosen: dict[tuple[int, Trust], tuple[str, int | None]] = {}
+    """1-8 statements. Equal trust at the same valid_from always repeats the same value, so no
+    arrival order can produce a conflict, but its end may differ: then content decides which
+    end holds (an explicit end before an open one, the earlier end first)."""
+    chosen: dict[tuple[int, Trust], str] = {}
     drawn: list[Statement] = []
     for number in range(draw(st.integers(min_value=1, max_value=8))):
         start = draw(st.sampled_from(STARTS))
         trust = draw(st.sampled_from(LEVELS))
-        if (start, trust) not in chosen:
-            value = draw(st.sampled_from(VALUES))
-            end = draw(st.none() | st.integers(min_value=start + 1, max_value=len(INSTANTS) - 1))
-            chosen[(start, trust)] = (value, end)
-        value, end = chosen[(start, trust)]
+        value = chosen.setdefault((start, trust), draw(st.sampled_from(VALUES)))
+        end = draw(st.none() | st.integers(min_value=start + 1, max_value=len(INSTANTS) - 1))
         drawn.append(
             Statement(
                 INSTANTS[start],
@@ -69,12 +67,21 @@ def statements(draw: st.DrawFn) -> list[Statement]:
 
 
 def oracle(claims: list[Statement], moment: datetime) -> str | None:
-    """The value holding at `moment`: the winner (highest trust) at the latest valid_from not
-    after it, unless an explicit end of any winner lies in (that valid_from, moment]."""
+    """The value holding at `moment`: the winner at the latest valid_from not after it (the
+    highest trust; among equal ones the earliest explicit end), unless an explicit end of any
+    winner lies in (that valid_from, moment]."""
+
+    def rank(claim: Statement) -> tuple[int, bool, datetime]:
+        return (
+            -claim.trust.rank,
+            claim.valid_to is None,
+            claim.valid_to or datetime.max.replace(tzinfo=UTC),
+        )
+
     winners: dict[datetime, Statement] = {}
     for claim in claims:
         best = winners.get(claim.valid_from)
-        if best is None or claim.trust.rank > best.trust.rank:
+        if best is None or rank(claim) < rank(best):
             winners[claim.valid_from] = claim
     started = [start for start in winners if start <= moment]
     if not started:

@@ -23,9 +23,6 @@ BEFORE_CORRECTION = "2026-06-02T00:00:00Z"
 BEFORE_E1 = "2026-05-31T00:00:00Z"
 
 SEED_OUTPUT = """\
-Naive text memory:
-  returned episode: e1: Mira prefers concise answers. Her passport deadline is 2026-07-15.
-
 SGAM current state:
   mira.passport_deadline = 2026-06-30
   valid_from=2026-06-03T10:00:00Z, source=e2

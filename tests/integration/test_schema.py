@@ -1,0 +1,76 @@
+"""The models and the migrations describe the same database, guards included."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import create_engine, text
+from sqlalchemy.exc import DBAPIError
+
+from pipeline.db import guards
+from pipeline.db.models import Base
+from pipeline.db.store import Store
+
+
+def test_autogenerate_finds_no_difference_after_migrating(store: Store) -> None:
+    with store.engine.connect() as connection:
+        context = MigrationContext.configure(connection, opts={"compare_type": True})
+        assert compare_metadata(context, Base.metadata) == []
+
+
+def test_autogenerate_would_notice_a_missing_invariant_index(store: Store) -> None:
+    """The comparison above can fail: dropping the one-open-row index is reported."""
+    with store.engine.connect() as connection:
+        transaction = connection.begin()  # DDL is transactional on both stores: undone below
+        connection.execute(text("DROP INDEX uq_facts_one_open"))
+        context = MigrationContext.configure(connection, opts={"compare_type": True})
+        differences = compare_metadata(context, Base.metadata)
+        transaction.rollback()
+    assert [(kind, index.name) for kind, index in differences] == [
+        ("add_index", "uq_facts_one_open")
+    ]
+
+
+def test_the_migrated_guards_are_the_described_ones(store: Store) -> None:
+    with store.engine.connect() as connection:
+        if store.is_postgres:
+            definition = connection.execute(
+                text(
+                    "SELECT pg_get_constraintdef(oid) FROM pg_constraint "
+                    "WHERE conname = :name AND contype = 'x'"
+                ),
+                {"name": guards.EXCLUSION_NAME},
+            ).scalar_one()
+            assert "tstzrange(valid_from, valid_to, '[)'::text) WITH &&" in definition
+            for column in guards.SLOT_COLUMNS:
+                assert f"{column} WITH =" in definition
+        else:
+            rows = connection.execute(
+                text("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'")
+            )
+            triggers = {name: sql for name, sql in rows}
+            assert triggers == guards.SQLITE_TRIGGERS
+
+
+def test_create_all_builds_the_guards_too(tmp_path: Path) -> None:
+    engine = create_engine(f"sqlite:///{tmp_path}/created.sqlite3")
+    Base.metadata.create_all(engine)
+    row = (
+        "INSERT INTO facts (fact_id, version, recorded_at, status, tenant_id, agent_id, purpose,"
+        " subject, attribute, slot, cardinality, value_hash, kind, schema_version, valid_from,"
+        " source_episode_id, confidence, trust) VALUES (:id, 1, '2026-01-01T00:00:00.000000Z',"
+        " 'active', 't', 'a', 'p', 's', 'x', '', 'one', :hash, 'fact', 'v',"
+        " :start, 'e', 1, 'verified')"
+    )
+    with engine.begin() as connection:
+        connection.execute(
+            text(row), {"id": "f1", "hash": "h1", "start": "2026-01-01T00:00:00.000000Z"}
+        )
+    with pytest.raises(DBAPIError, match="overlapping"), engine.begin() as connection:
+        connection.execute(
+            text(row), {"id": "f2", "hash": "h2", "start": "2026-02-01T00:00:00.000000Z"}
+        )
+    engine.dispose()

@@ -1,0 +1,61 @@
+"""The public surface: `pipeline.__all__` is complete and resolvable, the error tree is drawn
+in full, and the README's Python example uses only public names."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+import pipeline
+from pipeline import errors
+
+README = Path(__file__).parents[2] / "README.md"
+
+
+def _error_classes() -> set[str]:
+    return {
+        name
+        for name, value in vars(errors).items()
+        if inspect.isclass(value) and issubclass(value, errors.SgamError)
+    }
+
+
+def test_all_names_every_public_name_once() -> None:
+    assert len(pipeline.__all__) == len(set(pipeline.__all__))
+    assert pipeline.__all__ == sorted(pipeline.__all__, key=lambda name: (name[0].islower(), name))
+    lazy = set(pipeline._LAZY)
+    assert set(pipeline.__all__) == _error_classes() | lazy
+
+
+def test_every_public_name_resolves() -> None:
+    for name in pipeline.__all__:
+        value = getattr(pipeline, name)
+        assert value is not None
+        assert getattr(value, "__name__", name) == name
+
+
+def test_the_error_tree_docstring_draws_every_error_class() -> None:
+    doc = errors.__doc__ or ""
+    drawn = set(re.findall(r"(?:├──|└──|^)\s*([A-Z][A-Za-z]+)", doc, flags=re.MULTILINE))
+    assert _error_classes() <= drawn, _error_classes() - drawn
+    for name in _error_classes() - {"SgamError"}:
+        parent = getattr(errors, name).__mro__[1].__name__
+        child_line = next(line for line in doc.splitlines() if re.search(rf"── {name}\b", line))
+        parent_line = next(
+            line for line in doc.splitlines() if re.search(rf"(── |^){parent}\b", line)
+        )
+        # A child is drawn four columns right of its parent.
+        assert child_line.index(name) == parent_line.index(parent) + 4, (name, parent)
+
+
+def test_readme_python_example_imports_only_the_public_api() -> None:
+    text = README.read_text(encoding="utf-8")
+    section = text.split("## Python API", 1)[1]
+    example = section.split("```python", 1)[1].split("```", 1)[0]
+    imports = re.findall(r"^(?:from (\S+) import|import (\S+))", example, flags=re.MULTILINE)
+    assert imports, "the example imports something"
+    assert {module or name for module, name in imports} == {"pipeline"}
+    used = set(re.findall(r"\bpipeline\.(\w+)", example))
+    assert used
+    assert used <= set(pipeline.__all__), used - set(pipeline.__all__)
