@@ -22,10 +22,13 @@ def db_upgrade() -> None:
 
     store = Store(load_settings())
     try:
-        store.upgrade()
+        before, after = store.upgrade()
     finally:
         store.dispose()
-    click.echo("database is at the latest schema", err=True)
+    if before == after:
+        click.echo(f"database already at revision {after}; nothing to do", err=True)
+    else:
+        click.echo(f"database migrated from {before or 'empty'} to revision {after}", err=True)
 
 
 @click.command()

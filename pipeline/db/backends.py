@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from enum import Enum
 from typing import Any, Protocol
 
 import psycopg
@@ -22,8 +23,23 @@ LockName = tuple[str, ...]
 
 # SQLSTATEs after which the whole transaction may simply be run again.
 _TRANSIENT_SQLSTATES = {"40001", "40P01", "55P03"}
+# libpq reports no SQLSTATE for a connection the server refused, only the server's message:
+# these mean the URL names a role or database that is not there, which no retry can fix.
+_MISCONFIGURED_CONNECTIONS = (
+    "does not exist",
+    "password authentication failed",
+    "no pg_hba.conf entry",
+)
 # sqlite3's primary result codes (the low byte of an extended code).
-_SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_CANTOPEN = 5, 6, 14
+_SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_CANTOPEN, _SQLITE_NOTADB = 5, 6, 14, 26
+
+
+class Failure(Enum):
+    """What a database error means for the caller."""
+
+    BUSY = "busy"  # contention: run the transaction again
+    UNAVAILABLE = "unavailable"  # the server or file cannot be reached: retry later
+    MISCONFIGURED = "misconfigured"  # the URL names something that is not there: fix it
 
 
 class Backend(Protocol):
@@ -36,11 +52,8 @@ class Backend(Protocol):
     ) -> None:
         """Hold locks on logical names until the transaction ends."""
 
-    def is_transient(self, error: DBAPIError) -> bool:
-        """The transaction failed on contention and may simply be run again."""
-
-    def is_unavailable(self, error: DBAPIError) -> bool:
-        """The database could not be reached or opened at all."""
+    def failure(self, error: DBAPIError) -> Failure | None:
+        """What `error` means, or None for a failed statement (a bug or a violated rule)."""
 
     def analyze(self, connection: Connection, tables: Sequence[str]) -> None:
         """Refresh the planner's statistics of `tables`."""
@@ -73,17 +86,22 @@ class Postgres:
         params = {f"n{index}": "\x1f".join(name) for index, (_, name) in enumerate(calls)}
         connection.execute(text(f"SELECT {selects}"), params)
 
-    def is_transient(self, error: DBAPIError) -> bool:
+    def failure(self, error: DBAPIError) -> Failure | None:
+        cause = error.orig
+        if not isinstance(cause, psycopg.Error):
+            return None
+        if cause.sqlstate in _TRANSIENT_SQLSTATES:
+            return Failure.BUSY
         if error.connection_invalidated:  # the server went away; a fresh connection may work
-            return True
-        cause = error.orig
-        return isinstance(cause, psycopg.Error) and cause.sqlstate in _TRANSIENT_SQLSTATES
-
-    def is_unavailable(self, error: DBAPIError) -> bool:
-        cause = error.orig
-        if not isinstance(cause, psycopg.OperationalError):
-            return False
-        return cause.sqlstate is None or cause.sqlstate.startswith("08")
+            return Failure.BUSY
+        if isinstance(cause, psycopg.OperationalError) and (
+            cause.sqlstate is None or cause.sqlstate.startswith("08")
+        ):
+            message = str(cause)
+            if any(marker in message for marker in _MISCONFIGURED_CONNECTIONS):
+                return Failure.MISCONFIGURED
+            return Failure.UNAVAILABLE
+        return None
 
     def analyze(self, connection: Connection, tables: Sequence[str]) -> None:
         connection.execute(text(f"ANALYZE {', '.join(tables)}"))
@@ -93,7 +111,8 @@ class Sqlite:
     name = "sqlite"
 
     def create_engine(self, url: str, settings: Settings) -> Engine:
-        engine = create_engine(url, connect_args={"timeout": 30})
+        # The wait for another writer's lock, like lock_timeout on Postgres; `Store.run` retries.
+        engine = create_engine(url, connect_args={"timeout": settings.lock_timeout_ms / 1000})
         event.listen(engine, "connect", _sqlite_connect)
         event.listen(engine, "begin", _sqlite_begin)
         return engine
@@ -103,11 +122,15 @@ class Sqlite:
     ) -> None:
         """Nothing to do: a SQLite writer already holds the database-wide write lock."""
 
-    def is_transient(self, error: DBAPIError) -> bool:
-        return _sqlite_code(error) in (_SQLITE_BUSY, _SQLITE_LOCKED)
-
-    def is_unavailable(self, error: DBAPIError) -> bool:
-        return _sqlite_code(error) == _SQLITE_CANTOPEN
+    def failure(self, error: DBAPIError) -> Failure | None:
+        code = _sqlite_code(error)
+        if code in (_SQLITE_BUSY, _SQLITE_LOCKED):
+            return Failure.BUSY
+        if code == _SQLITE_CANTOPEN:
+            return Failure.UNAVAILABLE
+        if code == _SQLITE_NOTADB:
+            return Failure.MISCONFIGURED
+        return None
 
     def analyze(self, connection: Connection, tables: Sequence[str]) -> None:
         connection.execute(text("ANALYZE"))
@@ -125,7 +148,6 @@ def _sqlite_connect(dbapi_connection: sqlite3.Connection, _record: object) -> No
     # Take transaction control away from the driver so that `begin` below is the only BEGIN.
     dbapi_connection.isolation_level = None
     dbapi_connection.execute("PRAGMA journal_mode=WAL")
-    dbapi_connection.execute("PRAGMA busy_timeout=30000")
     dbapi_connection.execute("PRAGMA foreign_keys=ON")
 
 

@@ -6,29 +6,29 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from importlib.resources import files
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import Connection
+from sqlalchemy import Connection, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import sessionmaker
 from tenacity import (
     RetryError,
     Retrying,
-    retry_if_exception,
+    retry_if_exception_type,
     stop_after_attempt,
     wait_random_exponential,
 )
 
 from pipeline.catalog.loader import load_catalog
-from pipeline.db.backends import backend_for
+from pipeline.db.backends import Failure, backend_for
+from pipeline.db.migrations import HEAD
 from pipeline.db.unit import Clock, Unit
 from pipeline.errors import InvalidInput, StoreBusy, StoreUnavailable
 from pipeline.settings import Settings, load_settings
 from schemas.catalog import Catalog
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 T = TypeVar("T")
 
@@ -38,6 +38,8 @@ def utc_now() -> datetime:
 
 
 def _alembic_config() -> Config:
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(files("pipeline.db") / "migrations"))
     return config
@@ -66,17 +68,31 @@ class Store:
 
     # -- schema -------------------------------------------------------------------------------
 
-    def upgrade(self) -> None:
-        """Apply every migration not yet applied (`sgam db upgrade`)."""
+    def upgrade(self) -> tuple[str | None, str]:
+        """Apply every migration not yet applied (`sgam db upgrade`); returns the revision the
+        database was at (None: empty) and the one it is at now."""
+        from alembic import command  # only migrations need Alembic: keep it out of start-up
+
+        before = self.revision()
         config = _alembic_config()
         with self._reachable(), self.engine.begin() as connection:
             config.attributes["connection"] = connection
             command.upgrade(config, "head")
+        return before, HEAD
+
+    def revision(self) -> str | None:
+        """The migration the database is at, or None for an empty database. Read without a
+        write lock, so a busy SQLite writer never holds up a read."""
+        with self.reading() as connection:
+            try:
+                return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
+            except DBAPIError as error:
+                if self.backend.failure(error) is not None:
+                    raise
+                return None  # no alembic_version table: nothing migrated yet
 
     def is_current(self) -> bool:
-        head = ScriptDirectory.from_config(_alembic_config()).get_current_head()
-        with self._reachable(), self.engine.connect() as connection:
-            return MigrationContext.configure(connection).get_current_revision() == head
+        return self.revision() == HEAD
 
     def ensure_schema(self) -> None:
         """SQLite migrates itself on first use; Postgres is migrated explicitly by an operator."""
@@ -98,10 +114,11 @@ class Store:
 
     def run(self, work: Callable[[Unit], T]) -> T:
         """Run `work` in one unit of work, again from scratch after a transient failure."""
+        attempts = self.settings.write_retries
         retrying = Retrying(
-            stop=stop_after_attempt(self.settings.write_retries),
+            stop=stop_after_attempt(attempts),
             wait=wait_random_exponential(multiplier=0.02, max=1.0),
-            retry=retry_if_exception(self._is_transient),
+            retry=retry_if_exception_type(StoreBusy),
         )
         try:
             for attempt in retrying:
@@ -109,9 +126,9 @@ class Store:
                     return work(unit)
         except RetryError as exhausted:
             raise StoreBusy(
-                f"gave up after {self.settings.write_retries} attempts: "
-                f"{type(exhausted.last_attempt.exception()).__name__}"
-            ) from exhausted
+                f"the database stayed busy (locks held by others) through {attempts} attempts; "
+                "retry later"
+            ) from exhausted.last_attempt.exception()
         raise AssertionError("unreachable: tenacity either returns or raises")
 
     @contextmanager
@@ -125,19 +142,29 @@ class Store:
 
     # -- failures -----------------------------------------------------------------------------
 
-    def _is_transient(self, error: BaseException) -> bool:
-        return isinstance(error, DBAPIError) and self.backend.is_transient(error)
-
     @contextmanager
     def _reachable(self) -> Iterator[None]:
+        """Database errors as SGAM's typed errors. Messages never carry the driver's text
+        beyond its first line for a connection problem (which names a host or file): a failed
+        statement's text would include its SQL and bound values."""
         try:
             yield
         except DBAPIError as error:
-            if self.backend.is_unavailable(error):
-                # The driver's first line names the host or file, never a stored value.
-                first_line = str(error.orig).strip().splitlines()[0]
-                raise StoreUnavailable(f"the database is unavailable: {first_line}") from error
+            failure = self.backend.failure(error)
+            if failure is Failure.UNAVAILABLE:
+                raise StoreUnavailable(
+                    f"the database is unavailable: {_first_line(error)}"
+                ) from error
+            if failure is Failure.MISCONFIGURED:
+                raise InvalidInput("SGAM_DATABASE_URL", _first_line(error)) from error
+            if failure is Failure.BUSY:
+                raise StoreBusy("the database is busy (a lock is held); retry later") from error
             raise
+
+
+def _first_line(error: DBAPIError) -> str:
+    text = str(error.orig).strip().splitlines()[0]
+    return text.removeprefix("connection failed: ")
 
 
 def open_store(

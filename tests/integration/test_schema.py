@@ -74,3 +74,12 @@ def test_create_all_builds_the_guards_too(tmp_path: Path) -> None:
             text(row), {"id": "f2", "hash": "h2", "start": "2026-02-01T00:00:00.000000Z"}
         )
     engine.dispose()
+
+
+def test_head_constant_is_alembics_head() -> None:
+    from alembic.script import ScriptDirectory
+
+    from pipeline.db.migrations import HEAD
+    from pipeline.db.store import _alembic_config
+
+    assert ScriptDirectory.from_config(_alembic_config()).get_current_head() == HEAD
