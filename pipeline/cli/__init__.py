@@ -34,6 +34,7 @@ for command in (
     lifecycle.show_log,
     admin.db,
     admin.replay,
+    admin.purge_vacuum,
     admin.catalog,
     admin.demo,
 ):

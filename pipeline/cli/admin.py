@@ -54,6 +54,18 @@ def replay(target_url: str) -> None:
     )
 
 
+@click.command("purge-vacuum")
+def purge_vacuum() -> None:
+    """Rewrite every table so that nothing a purge erased is left in the database files.
+
+    PostgreSQL keeps old row versions in its table files until VACUUM FULL, which this runs
+    (it locks each table while rewriting it: run it in a quiet hour, e.g. nightly after
+    purges). SQLite is rewritten by VACUUM and its WAL truncated."""
+    with opened_store() as store:
+        store.vacuum()
+    click.echo("database files rewritten; purged content is gone from them", err=True)
+
+
 @click.group()
 def catalog() -> None:
     """The memory-schema catalogue (SGAM_CATALOG_PATH, else the bundled default)."""

@@ -9,6 +9,7 @@ import click
 
 from pipeline.cli import output
 from pipeline.cli.options import given_fields, json_output, opened_store, scope_fields, scoped
+from pipeline.cli.output import plural
 
 
 @click.command()
@@ -43,10 +44,17 @@ def forget(tenant: str, subject: str, purge: bool, as_json: bool, **options: Any
     with opened_store() as store:
         result = forget_subject(store, fields)
     if output.wants_json(as_json):
-        output.emit_json(result.to_json())
+        scrubbed = {"files_scrubbed": result.files_scrubbed} if result.purged else {}
+        output.emit_json(result.to_json() | scrubbed)
     else:
         verb = "hid and purged" if result.purged else "hid"
-        click.echo(f"{verb} {result.hidden} facts about {subject}")
+        click.echo(f"{verb} {result.hidden} {plural(result.hidden, 'fact')} about {subject}")
+    if result.files_scrubbed is False:
+        click.echo(
+            "note: erased content may remain in old row versions in the database files "
+            "until `sgam purge-vacuum` runs",
+            err=True,
+        )
 
 
 @click.command()

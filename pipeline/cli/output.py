@@ -54,3 +54,7 @@ def plain(found: Any) -> Any:
     if isinstance(found, list | tuple):
         return [plain(item) for item in found]
     return found
+
+
+def plural(count: int, noun: str) -> str:
+    return noun if count == 1 else noun + "s"

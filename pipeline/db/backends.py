@@ -58,6 +58,13 @@ class Backend(Protocol):
     def analyze(self, connection: Connection, tables: Sequence[str]) -> None:
         """Refresh the planner's statistics of `tables`."""
 
+    def scrub_after_purge(self, engine: Engine) -> bool:
+        """Cheaply drop erased content from the database files after a purge committed; True
+        when none is left there."""
+
+    def vacuum(self, engine: Engine, tables: Sequence[str]) -> None:
+        """Rewrite `tables` so that no erased or dead row version is left in the files."""
+
 
 class Postgres:
     name = "postgresql"
@@ -106,6 +113,18 @@ class Postgres:
     def analyze(self, connection: Connection, tables: Sequence[str]) -> None:
         connection.execute(text(f"ANALYZE {', '.join(tables)}"))
 
+    def scrub_after_purge(self, engine: Engine) -> bool:
+        """Old row versions stay in the table files until VACUUM FULL (`vacuum`), which locks
+        the tables: too heavy to run after every purge."""
+        return False
+
+    def vacuum(self, engine: Engine, tables: Sequence[str]) -> None:
+        # VACUUM FULL writes each table anew and unlinks the old files; CHECKPOINT lets the
+        # WAL segments that still hold old row images be recycled.
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            connection.execute(text(f"VACUUM (FULL, ANALYZE) {', '.join(tables)}"))
+            connection.execute(text("CHECKPOINT"))
+
 
 class Sqlite:
     name = "sqlite"
@@ -135,6 +154,30 @@ class Sqlite:
     def analyze(self, connection: Connection, tables: Sequence[str]) -> None:
         connection.execute(text("ANALYZE"))
 
+    def scrub_after_purge(self, engine: Engine) -> bool:
+        # secure_delete (on every connection) zeroes what a statement frees; the checkpoint
+        # copies those pages into the database file and truncates the WAL that held the old
+        # ones. It cannot finish while another connection is inside a read transaction.
+        return _checkpoint(engine)
+
+    def vacuum(self, engine: Engine, tables: Sequence[str]) -> None:
+        raw = engine.raw_connection()  # outside any transaction: VACUUM cannot run in one
+        try:
+            raw.cursor().execute("VACUUM")
+        finally:
+            raw.close()
+        _checkpoint(engine)
+
+
+def _checkpoint(engine: Engine) -> bool:
+    """Copy the WAL into the database file and truncate it; False while a reader prevents it."""
+    raw = engine.raw_connection()
+    try:
+        busy, _, _ = raw.cursor().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    finally:
+        raw.close()
+    return not busy
+
 
 def _sqlite_code(error: DBAPIError) -> int | None:
     cause = error.orig
@@ -148,6 +191,8 @@ def _sqlite_connect(dbapi_connection: sqlite3.Connection, _record: object) -> No
     # Take transaction control away from the driver so that `begin` below is the only BEGIN.
     dbapi_connection.isolation_level = None
     dbapi_connection.execute("PRAGMA journal_mode=WAL")
+    # Overwrite freed content with zeros, so that what a purge erases is not left on disk.
+    dbapi_connection.execute("PRAGMA secure_delete=ON")
     dbapi_connection.execute("PRAGMA foreign_keys=ON")
 
 

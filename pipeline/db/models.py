@@ -227,6 +227,9 @@ class IdempotencyRow(Base):
     key: Mapped[str] = mapped_column(ID, primary_key=True)
     subject: Mapped[str | None] = mapped_column(ID)
     command_hash: Mapped[str] = mapped_column(String(64))
+    # The command's hash without its content (value, evidence): what is left to compare a
+    # repeated key against once a purge has replaced command_hash.
+    shape_hash: Mapped[str | None] = mapped_column(String(64))
     result: Mapped[Any] = mapped_column(JsonColumn)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
 

@@ -137,6 +137,20 @@ class Store:
         with self._reachable(), self._reader.connect() as connection:
             yield connection
 
+    def scrub_after_purge(self) -> bool:
+        """After a purge committed: drop erased content from the database files where that is
+        cheap (SQLite). True when no erased content is left in them; otherwise `vacuum`."""
+        with self._reachable():
+            return self.backend.scrub_after_purge(self.engine)
+
+    def vacuum(self) -> None:
+        """Rewrite every table so that no erased or dead row version is left in the database
+        files (`sgam purge-vacuum`). On PostgreSQL this locks each table while it is rewritten."""
+        from pipeline.db.models import Base
+
+        with self._reachable():
+            self.backend.vacuum(self.engine, [t.name for t in Base.metadata.sorted_tables])
+
     def dispose(self) -> None:
         self.engine.dispose()
 

@@ -1,17 +1,20 @@
 """Forget a subject: one idempotent event that hides every fact about it from every read.
 
 Forgetting is a tombstone (`forgotten_at` on every row of the subject), so the audit trail
-stays. Purging also erases content: values and evidence in claims and facts, the claims inside
-logged commands, and cached idempotent results. Ids, hashes and timestamps remain for audit.
+stays. Purging also erases content: values and evidence in claims and facts, in the payloads of
+logged decisions and in cached idempotent results, and replaces every hash of content with a
+token that cannot be traced back. Ids, timestamps and the shape of the history remain.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import hmac
+import secrets
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.orm import Session
 
 from pipeline.db.models import ClaimRow, EventRow, FactRow, IdempotencyRow
@@ -19,7 +22,8 @@ from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.errors import ConflictError
 from pipeline.ledger import events, idempotency
-from pipeline.ledger.events import Decision, EventKind
+from pipeline.ledger.events import Decision, EventKind, content_hash
+from pipeline.ledger.idempotency import PURGED
 from pipeline.ledger.results import settled
 from pipeline.ledger.slots import subject_lock_name
 from pipeline.validation import parse
@@ -29,8 +33,12 @@ from schemas.events import ForgetPayload
 
 @dataclass(frozen=True)
 class ForgetResult:
+    """`files_scrubbed` (after a purge): no erased content is left in the database files; when
+    False, `sgam purge-vacuum` (`Store.vacuum`) removes what is."""
+
     hidden: int
     purged: bool
+    files_scrubbed: bool | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"hidden": self.hidden, "purged": self.purged}
@@ -41,9 +49,13 @@ class ForgetResult:
 
 
 def forget(store: Store, command: ForgetSubject | Mapping[str, Any]) -> ForgetResult:
-    """`forget_subject` in a transaction of its own."""
+    """`forget_subject` in a transaction of its own; after a purge, also drops the erased
+    content from the database files where that is cheap (SQLite)."""
     command = parse(ForgetSubject, command)
-    return settled(store, lambda unit: forget_subject(unit, command))
+    result = settled(store, lambda unit: forget_subject(unit, command))
+    if not command.purge:
+        return result
+    return replace(result, files_scrubbed=store.scrub_after_purge())
 
 
 def forget_subject(
@@ -73,7 +85,7 @@ def forget_subject(
             subject=command.subject,
             fact_ids=[],
             idempotency_key=command.idempotency_key,
-            reason=f"{hidden} facts hidden",
+            reason=f"{hidden} {'fact' if hidden == 1 else 'facts'} hidden",
         )
         return ForgetResult(hidden, command.purge)
 
@@ -109,13 +121,36 @@ def apply_forget(unit: Unit, payload: ForgetPayload) -> int:
 
 
 def _erase(session: Session, tenant_id: str, subject: str) -> None:
-    for table in (FactRow, ClaimRow):
+    """Erase content from every row of the subject: values and evidence become null, and every
+    hash of content is replaced by a token that cannot be traced back to it (a value from a
+    small domain — a date, a boolean, an enum — could otherwise be found by hashing each
+    candidate)."""
+    shred = _shredder()
+    primary_keys: list[tuple[type[FactRow] | type[ClaimRow], Any]] = [
+        (FactRow, FactRow.row_id),
+        (ClaimRow, ClaimRow.claim_id),
+    ]
+    for table, primary in primary_keys:
+        of_subject = (table.tenant_id == tenant_id, table.subject == subject)
+        rows = session.execute(
+            select(primary, table.value_hash, table.slot).where(*of_subject)
+        ).all()
         session.execute(
             update(table)
-            .where(table.tenant_id == tenant_id, table.subject == subject)
+            .where(*of_subject)
             .values(value=None, evidence=None)
             .execution_options(synchronize_session=False)
         )
+        if rows:
+            session.connection().execute(
+                update(table)
+                .where(primary == bindparam("pk"))
+                .values(value_hash=bindparam("new_hash"), slot=bindparam("new_slot")),
+                [
+                    {"pk": pk, "new_hash": shred(value_hash), "new_slot": shred(slot)}
+                    for pk, value_hash, slot in rows
+                ],
+            )
     events = session.scalars(
         select(EventRow).where(
             EventRow.tenant_id == tenant_id,
@@ -124,26 +159,53 @@ def _erase(session: Session, tenant_id: str, subject: str) -> None:
         )
     )
     for event in events:
-        event.command = _scrub(event.command)
-    keys = session.scalars(
+        event.command = _scrub(event.command, shred)
+        event.content_hash = content_hash(
+            {"decision": event.kind, "fact_ids": event.fact_ids, "command": event.command}
+        )
+    cached_results = session.scalars(
         select(IdempotencyRow).where(
             IdempotencyRow.tenant_id == tenant_id, IdempotencyRow.subject == subject
         )
     )
-    for key in keys:
-        key.result = _scrub(key.result)
+    for cached in cached_results:
+        cached.result = _scrub(cached.result, shred)
+        cached.command_hash = PURGED
+    session.flush()
 
 
-def _scrub(payload: Any) -> Any:
-    """The payload with every value and evidence text replaced by null, at any depth."""
+SHREDDED = "~"  # marks a replaced hash; a sha256 hex digest never contains it
+
+
+def _shredder() -> Callable[[str], str]:
+    """A keyed replacement for hashes: equal hashes stay equal (so replaying the purged log
+    rebuilds the same ledger), but the key is thrown away when the purge ends."""
+    secret = secrets.token_bytes(32)
+
+    def shred(digest: str) -> str:
+        if not digest or digest.startswith(SHREDDED):
+            return digest
+        return SHREDDED + hmac.new(secret, digest.encode(), "sha256").hexdigest()[:63]
+
+    return shred
+
+
+def _scrub(payload: Any, shred: Callable[[str], str]) -> Any:
+    """The payload with every value and evidence text replaced by null and every content hash
+    shredded, at any depth."""
     if isinstance(payload, dict):
-        return {
-            name: None if name in ("value", "evidence") else _scrub(item)
-            for name, item in payload.items()
-        }
+        return {name: _scrub_field(name, item, shred) for name, item in payload.items()}
     if isinstance(payload, list):
-        return [_scrub(item) for item in payload]
+        return [_scrub(item, shred) for item in payload]
     return payload
+
+
+def _scrub_field(name: str, item: Any, shred: Callable[[str], str]) -> Any:
+    if name in ("value", "evidence"):
+        return None
+    if name in ("value_hash", "slot") and isinstance(item, str):
+        return shred(item)
+    return _scrub(item, shred)
 
 
 def _replay_forget(unit: Unit, payload: ForgetPayload) -> None:

@@ -18,6 +18,10 @@ class Result(Protocol):
 
 R = TypeVar("R", bound=Result)
 
+# What a purge leaves of a command hash: it cannot be traced back to the erased content.
+PURGED = "~purged"
+_KEY_AND_CONTENT = {"idempotency_key", "value", "evidence"}
+
 
 def once(
     unit: Unit,
@@ -32,9 +36,12 @@ def once(
         return apply()
     unit.lock(("idempotency", command.tenant_id, key))
     digest = content_hash(command.model_dump(mode="json", exclude={"idempotency_key"}))
+    shape = content_hash(command.model_dump(mode="json", exclude=_KEY_AND_CONTENT))
     seen = unit.session.get(IdempotencyRow, (command.tenant_id, key))
     if seen is not None:
-        if seen.command_hash != digest:
+        # A purge replaced the content hash: the command can only be compared without it.
+        purged = seen.command_hash == PURGED
+        if (seen.shape_hash != shape) if purged else (seen.command_hash != digest):
             raise IdempotencyConflict(
                 f"idempotency key {key!r} was already used for a different command", key=key
             )
@@ -50,6 +57,7 @@ def once(
                 key=key,
                 subject=subject,
                 command_hash=digest,
+                shape_hash=shape,
                 result=result,
                 created_at=unit.clock(),
             )
