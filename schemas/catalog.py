@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from schemas.facts import Cardinality
-from schemas.fields import to_utc
+from schemas.fields import MAX_JSON_DEPTH, check_json, to_utc
 
 _NAME = r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$"
 
@@ -35,6 +35,13 @@ class ValueType(StrEnum):
     BOOLEAN = "boolean"
     ENUM = "enum"
     JSON = "json"
+
+    @property
+    def phrase(self) -> str:
+        """The type in a sentence: "an enum", "a JSON value"."""
+        if self is ValueType.JSON:
+            return "a JSON value"
+        return ("an " if self.value[0] in "aeiou" else "a ") + self.value
 
 
 class Sensitivity(StrEnum):
@@ -182,10 +189,18 @@ def _enum(spec: AttributeSpec, value: Any) -> Any:
 def _json(_spec: AttributeSpec, value: Any) -> Any:
     if isinstance(value, str):
         try:
-            return json.loads(value)
+            value = json.loads(value, parse_constant=_no_constant)
         except json.JSONDecodeError as exc:
             raise ValueError(f"is not JSON text ({exc.msg} at position {exc.pos})") from None
-    return value
+        except RecursionError:
+            raise ValueError(f"is nested more than {MAX_JSON_DEPTH} levels deep") from None
+    if value is None:
+        raise ValueError("null is not a value; end a fact with valid_to instead")
+    return check_json(value)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"holds {name}, which JSON does not allow")
 
 
 _NORMALISERS = {

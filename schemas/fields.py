@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import json
+import math
 import re
-from datetime import UTC, datetime
+import unicodedata
+from datetime import UTC, date, datetime
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, PlainSerializer
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# C0 and C1 control characters, DEL, and the bidirectional embeddings, overrides and isolates
+# that make an identifier display as something it is not.
+_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 MAX_ID_LENGTH = 200
+# Deepest nesting of lists and objects a JSON value may have.
+MAX_JSON_DEPTH = 64
 
 
 def _utf8(text: str) -> str:
@@ -22,16 +28,26 @@ def _utf8(text: str) -> str:
 
 
 def _identifier(text: str) -> str:
+    """Identifiers are compared exactly (case-sensitive) in Unicode NFC, so that a composed and
+    a decomposed "José" name the same subject."""
     _utf8(text)
+    text = unicodedata.normalize("NFC", text)
     if not text.strip():
         raise ValueError("must not be empty")
     if text != text.strip():
         raise ValueError("must not start or end with whitespace")
     if len(text) > MAX_ID_LENGTH:
         raise ValueError(f"must be at most {MAX_ID_LENGTH} characters")
-    if _CONTROL.search(text):
-        raise ValueError("must not contain control characters")
+    if _FORBIDDEN.search(text):
+        raise ValueError("must not contain control characters or bidirectional overrides")
+    if all(_invisible(character) for character in text):
+        raise ValueError("must contain a visible character")
     return text
+
+
+def _invisible(character: str) -> bool:
+    # Format characters (zero-width space, word joiner, BOM, ...) and separators show nothing.
+    return character.isspace() or unicodedata.category(character) in ("Cf", "Zs", "Zl", "Zp")
 
 
 def _text(text: str) -> str:
@@ -41,11 +57,21 @@ def _text(text: str) -> str:
     return text
 
 
+_DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
 def to_utc(value: object) -> datetime:
     """Accept an aware datetime or an ISO 8601 / RFC 3339 string with an offset; return UTC.
+    A date alone (`2026-06-02`) means its start in UTC (`2026-06-02T00:00:00Z`).
 
     Naive timestamps are refused: guessing a zone silently reorders facts.
     """
+    if isinstance(value, str) and _DATE_ONLY.fullmatch(value.strip()):
+        try:
+            day = date.fromisoformat(value.strip())
+        except ValueError:
+            raise ValueError(f"{value!r} is not a calendar date") from None
+        return datetime(day.year, day.month, day.day, tzinfo=UTC)
     if isinstance(value, str):
         _utf8(value)
         try:
@@ -81,15 +107,39 @@ def canonical_json(value: Any) -> str:
     )
 
 
-def _json_value(value: Any) -> Any:
-    try:
-        text = canonical_json(value)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"is not JSON-serialisable ({exc})") from None
-    _utf8(text)
-    if "\\u0000" in text:
-        raise ValueError("must not contain NUL characters")
+def check_json(value: Any) -> Any:
+    """`value` if it is a JSON value SGAM stores, else ValueError saying why: nested at most
+    MAX_JSON_DEPTH deep, finite numbers, text in valid UTF-8 without NUL, string keys."""
+    pending: list[tuple[Any, int]] = [(value, 0)]
+    while pending:  # iterative: a value nested 100,000 deep must not exhaust the stack
+        item, depth = pending.pop()
+        if isinstance(item, dict | list | tuple):
+            if depth >= MAX_JSON_DEPTH:
+                raise ValueError(f"is nested more than {MAX_JSON_DEPTH} levels deep")
+            if isinstance(item, dict):
+                for key, child in item.items():
+                    if not isinstance(key, str):
+                        raise ValueError("has an object key that is not a string")
+                    _json_text(key)
+                    pending.append((child, depth + 1))
+            else:
+                pending.extend((child, depth + 1) for child in item)
+        elif isinstance(item, str):
+            _json_text(item)
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise ValueError("holds NaN or Infinity, which JSON does not allow")
+        elif not (item is None or isinstance(item, bool | int | float)):
+            raise ValueError(f"is not JSON: holds a {type(item).__name__}")
     return value
+
+
+def _json_text(text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("holds text that is not valid UTF-8 (a lone surrogate?)") from None
+    if "\x00" in text:
+        raise ValueError("must not contain NUL characters")
 
 
 Identifier = Annotated[str, AfterValidator(_identifier)]
@@ -99,4 +149,4 @@ UtcDatetime = Annotated[datetime, BeforeValidator(to_utc)]
 UtcInstant = Annotated[
     datetime, BeforeValidator(to_utc), PlainSerializer(format_utc, when_used="json")
 ]
-JsonPayload = Annotated[Any, AfterValidator(_json_value)]
+JsonPayload = Annotated[Any, AfterValidator(check_json)]

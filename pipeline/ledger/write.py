@@ -82,7 +82,7 @@ def resolve(unit: Unit, command: PutFact, *, claim_id: str, now: datetime) -> Cl
     try:
         value = spec.normalise(command.value)
     except ValueError as exc:
-        raise InvalidInput("value", f"{exc} ({command.attribute} is a {spec.type})") from None
+        raise InvalidInput("value", f"{exc} ({command.attribute} is {spec.type.phrase})") from None
     text = canonical_json(value)
     size = len(text.encode("utf-8"))
     limit = unit.settings.max_value_bytes

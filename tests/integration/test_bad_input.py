@@ -49,7 +49,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("month-13", {"valid_from": "2026-13-01T00:00:00Z"}, "valid_from"),
     ("february-30", {"valid_from": "2026-02-30T00:00:00Z"}, "valid_from"),
     ("naive-valid-from", {"valid_from": "2026-06-03T10:00:00"}, "valid_from"),
-    ("date-only-valid-from", {"valid_from": "2026-06-03"}, "valid_from"),
+    ("impossible-date-only", {"valid_from": "2026-02-30"}, "valid_from"),
     ("naive-valid-to", {"valid_to": "2026-07-01T00:00:00"}, "valid_to"),
     ("utc-overflow", {"valid_from": "9999-12-31T23:00:00-05:00"}, "valid_from"),
     ("empty-tenant", {"tenant_id": ""}, "tenant_id"),
@@ -61,6 +61,18 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("blank-attribute", {"attribute": "  "}, "attribute"),
     ("empty-source", {"source_episode_id": ""}, "source_episode_id"),
     ("control-char-subject", {"subject": "mi\x07ra"}, "subject"),
+    ("c1-control-subject", {"subject": "mi\x85ra"}, "subject"),
+    ("c1-control-tenant", {"tenant_id": "acme\x9b"}, "tenant_id"),
+    ("bidi-override-subject", {"subject": "mira\u202egnp.exe"}, "subject"),
+    ("bidi-isolate-attribute", {"attribute": "home\u2066_city"}, "attribute"),
+    ("invisible-subject", {"subject": "\u200b\u2060"}, "subject"),
+    ("bom-only-tenant", {"tenant_id": "\ufeff"}, "tenant_id"),
+    ("json-nan", {"attribute": "compliance_flag", "value": '{"a": NaN}'}, "value"),
+    ("json-infinity", {"attribute": "compliance_flag", "value": "[Infinity]"}, "value"),
+    ("json-minus-infinity", {"attribute": "compliance_flag", "value": "-Infinity"}, "value"),
+    ("json-null", {"attribute": "compliance_flag", "value": "null"}, "value"),
+    ("json-too-deep", {"attribute": "compliance_flag", "value": "[" * 65 + "]" * 65}, "value"),
+    ("json-lone-surrogate", {"attribute": "compliance_flag", "value": '"\\ud800"'}, "value"),
     ("unknown-trust", {"trust": "godlike"}, "trust"),
     ("valid-to-before-from", {"valid_to": "2026-06-01T00:00:00Z"}, "valid_to"),
     ("valid-to-equals-from", {"valid_to": "2026-06-03T12:00:00+02:00"}, "valid_to"),
@@ -242,3 +254,77 @@ def test_sgam_process_exit_codes(store: Store, database_url: str) -> None:
     assert found.returncode == 0
     assert '"value": "Berlin"' in found.stdout
     assert count_rows(store, "facts") == 1
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": float("nan")},
+        [float("inf")],
+        "\ud800",
+        {"k": ["\udfff"]},
+        None,
+    ],
+    ids=["nan", "infinity", "lone-surrogate", "nested-surrogate", "null"],
+)
+def test_api_refuses_values_json_cannot_hold(store: Store, value: Any) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        pipeline.put(store, GOOD | {"attribute": "compliance_flag", "value": value})
+    assert refused.value.field == "value"
+    assert_nothing_written(store)
+
+
+def _nested(depth: int) -> Any:
+    value: Any = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_api_refuses_a_value_nested_100000_deep(store: Store) -> None:
+    with pytest.raises(InvalidInput, match="nested more than 64 levels") as refused:
+        pipeline.put(store, GOOD | {"attribute": "compliance_flag", "value": _nested(100_000)})
+    assert refused.value.field == "value"
+    assert_nothing_written(store)
+
+
+def test_api_accepts_a_value_nested_to_the_limit(store: Store) -> None:
+    pipeline.put(store, GOOD | {"attribute": "compliance_flag", "value": _nested(63)})
+    assert count_rows(store, "facts") == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [("deep", "[" * 100_000 + "]" * 100_000), ("surrogate", '"\\ud800"')],
+)
+def test_cli_refuses_bad_json_in_a_value_file(
+    store: Store,
+    cli_env: Callable[[], None],
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    name: str,
+    text: str,
+) -> None:
+    path = tmp_path / f"{name}.json"
+    path.write_text(text, encoding="utf-8")
+    fields = {key: value for key, value in GOOD.items() if key != "value"}
+    args = [*cli_args(fields | {"attribute": "compliance_flag"}), "--value-file", str(path)]
+    code, _, err = cli(capsys, *args)
+    assert code == 2
+    assert_one_line_naming(err, "--value")
+    assert_nothing_written(store)
+
+
+def test_identifiers_are_one_key_whatever_their_unicode_composition(store: Store) -> None:
+    decomposed, composed = "Jose\u0301", "Jos\u00e9"
+    pipeline.put(store, GOOD | {"subject": decomposed})
+
+    (fact,) = pipeline.get(store, {"tenant_id": "acme", "subject": composed})
+    assert fact.subject == composed
+    assert pipeline.forget(store, {"tenant_id": "acme", "subject": composed}).hidden == 1
+    assert pipeline.get(store, {"tenant_id": "acme", "subject": decomposed}) == []
+
+
+def test_identifiers_are_case_sensitive(store: Store) -> None:
+    pipeline.put(store, GOOD | {"subject": "Mira"})
+    assert pipeline.get(store, {"tenant_id": "acme", "subject": "mira"}) == []

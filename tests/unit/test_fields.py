@@ -53,11 +53,18 @@ def test_to_utc_keeps_microseconds() -> None:
 
 @pytest.mark.parametrize(
     "naive",
-    ["2026-06-03T10:00:00", "2026-06-03", datetime(2026, 6, 3, 10, 0)],
+    ["2026-06-03T10:00:00", datetime(2026, 6, 3, 10, 0)],
 )
 def test_to_utc_refuses_naive_timestamps(naive: object) -> None:
     with pytest.raises(ValueError, match="no UTC offset"):
         to_utc(naive)
+
+
+def test_to_utc_reads_a_date_alone_as_its_start_in_utc() -> None:
+    assert to_utc("2026-06-02") == datetime(2026, 6, 2, 0, 0, tzinfo=UTC)
+    assert to_utc(" 2026-06-02 ") == datetime(2026, 6, 2, 0, 0, tzinfo=UTC)
+    with pytest.raises(ValueError, match="not a calendar date"):
+        to_utc("2026-02-30")
 
 
 @pytest.mark.parametrize(
