@@ -9,12 +9,18 @@ from datetime import date, datetime, timedelta
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from schemas.facts import Cardinality
 from schemas.fields import MAX_JSON_DEPTH, check_json, to_utc
 
 _NAME = r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$"
+# The widths of the columns these names are stored in.
+MAX_ATTRIBUTE_NAME = 200
+MAX_KIND_NAME = 64
+MAX_ATTRIBUTES = 2000
+# Write time plus retention must stay a representable instant (year 9999) for centuries.
+MAX_RETENTION = timedelta(days=36500)
 
 
 def _iso_duration(value: object) -> object:
@@ -24,7 +30,17 @@ def _iso_duration(value: object) -> object:
     return value
 
 
-Duration = Annotated[timedelta, BeforeValidator(_iso_duration)]
+def _retention(value: timedelta) -> timedelta:
+    if value <= timedelta(0):
+        raise ValueError("must be longer than zero (P0D would end everything at once)")
+    if value > MAX_RETENTION:
+        raise ValueError(f"must be at most P{MAX_RETENTION.days}D (100 years)")
+    return value
+
+
+BoundedDuration = Annotated[
+    timedelta, BeforeValidator(_iso_duration), AfterValidator(_retention)
+]
 
 
 class ValueType(StrEnum):
@@ -57,7 +73,7 @@ class Recurrence(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     times: int = Field(ge=2)
-    window: Duration
+    window: BoundedDuration
 
 
 Promotion = Literal["immediate", "confirm"] | Recurrence
@@ -66,7 +82,7 @@ Promotion = Literal["immediate", "confirm"] | Recurrence
 class KindSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    retention: Duration
+    retention: BoundedDuration
     description: str = ""
 
 
@@ -76,7 +92,7 @@ class AttributeSpec(BaseModel):
     type: ValueType
     cardinality: Cardinality = Cardinality.ONE
     kind: str = "fact"
-    retention: Duration | None = None
+    retention: BoundedDuration | None = None
     promotion: Promotion = "immediate"
     sensitivity: Sensitivity = Sensitivity.INTERNAL
     synonyms: list[str] = Field(default_factory=list)
@@ -106,9 +122,20 @@ class Catalog(BaseModel):
     @model_validator(mode="after")
     def _consistent(self) -> Catalog:
         # Messages start with the path of the offending entry so the loader can name its line.
+        if len(self.attributes) > MAX_ATTRIBUTES:
+            raise ValueError(
+                f"attributes: {len(self.attributes)} attributes; the limit is {MAX_ATTRIBUTES}"
+            )
+        for kind in self.kinds:
+            if not 0 < len(kind) <= MAX_KIND_NAME:
+                raise ValueError(f"kinds.{kind}: a kind name has 1 to {MAX_KIND_NAME} characters")
         for name, spec in self.attributes.items():
             if not re.match(_NAME, name):
                 raise ValueError(f"attributes.{name}: the name must match {_NAME}")
+            if len(name) > MAX_ATTRIBUTE_NAME:
+                raise ValueError(
+                    f"attributes.{name}: a name has at most {MAX_ATTRIBUTE_NAME} characters"
+                )
             if spec.kind not in self.kinds:
                 known = ", ".join(sorted(self.kinds))
                 raise ValueError(f"attributes.{name}.kind: unknown kind {spec.kind!r} ({known})")
