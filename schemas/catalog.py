@@ -38,9 +38,7 @@ def _retention(value: timedelta) -> timedelta:
     return value
 
 
-BoundedDuration = Annotated[
-    timedelta, BeforeValidator(_iso_duration), AfterValidator(_retention)
-]
+BoundedDuration = Annotated[timedelta, BeforeValidator(_iso_duration), AfterValidator(_retention)]
 
 
 class ValueType(StrEnum):
