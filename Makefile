@@ -36,4 +36,4 @@ bench: $(STAMP) services
 	$(BIN)/python bench/ledger.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis sgam.sqlite3*
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis sgam.sqlite3* sgam-demo.sqlite3*

@@ -21,7 +21,7 @@ from sqlalchemy import create_engine, func, make_url, select, text
 import pipeline
 from pipeline.db.models import FACT_COLUMNS, EventRow, FactRow
 from pipeline.db.store import Store
-from pipeline.ledger.replay import analyze, replay
+from pipeline.ledger.replay import replay
 from pipeline.settings import Settings
 
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/sgam_bench_replay"
@@ -67,7 +67,7 @@ def workload(store: Store, events: int, seed: int) -> float:
             pipeline.put(store, fact)
         puts += 1
         if puts % 5000 == 0 and store.is_postgres:
-            analyze(store)  # what autovacuum would do; it is off on the benchmark machine
+            store.analyze()  # what autovacuum would do; it is off on the benchmark machine
         if puts % 500 == 0 or events - written < 1000:
             with store.begin() as unit:
                 session = unit.session

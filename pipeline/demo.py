@@ -14,14 +14,14 @@ EPISODES = {
     "e2": "Mira corrected the deadline. It is now 2026-06-30.",
     "e0": "(extracted late) Mira's passport deadline is 2026-08-01.",
 }
-KEY = {"tenant_id": "acme", "subject": "mira", "attribute": "passport_deadline"}
 # Fixed instants of the example: the corrected value holds "now" from 2026-06-04 on.
 
 
-def run_demo(store: Store, say: Callable[[str], None]) -> None:
+def run_demo(store: Store, say: Callable[[str], None], tenant: str = "acme") -> None:
+    key = {"tenant_id": tenant, "subject": "mira", "attribute": "passport_deadline"}
     first = put(
         store,
-        KEY
+        key
         | {
             "value": "2026-07-15",
             "valid_from": "2026-06-01T09:00:00Z",
@@ -31,7 +31,7 @@ def run_demo(store: Store, say: Callable[[str], None]) -> None:
     )
     put(
         store,
-        KEY
+        key
         | {
             "value": "2026-06-30",
             "valid_from": "2026-06-03T12:00:00+02:00",
@@ -41,7 +41,7 @@ def run_demo(store: Store, say: Callable[[str], None]) -> None:
     )
     put(
         store,
-        KEY
+        key
         | {
             "value": "2026-08-01",
             "valid_from": "2026-05-30T08:00:00Z",
@@ -52,7 +52,7 @@ def run_demo(store: Store, say: Callable[[str], None]) -> None:
 
     def value_at(at: str | None = None, known_at: str | None = None) -> tuple[str, str]:
         query = {
-            "tenant_id": "acme",
+            "tenant_id": tenant,
             "subject": "mira",
             "attribute": "passport_deadline",
             "at": at,
@@ -63,7 +63,7 @@ def run_demo(store: Store, say: Callable[[str], None]) -> None:
 
     now_value, now_source = value_at()
     (current,) = get(
-        store, {"tenant_id": "acme", "subject": "mira", "attribute": "passport_deadline"}
+        store, {"tenant_id": tenant, "subject": "mira", "attribute": "passport_deadline"}
     )
     say("SGAM current state:")
     say(f"  mira.passport_deadline = {now_value}")
@@ -78,7 +78,7 @@ def run_demo(store: Store, say: Callable[[str], None]) -> None:
     # The moment e1 was first recorded, before e2 corrected it (stable across re-runs).
     first_recorded = min(
         fact.recorded_at
-        for fact in history(store, KEY, versions=True)
+        for fact in history(store, key, versions=True)
         if fact.fact_id == first.fact.fact_id
     )
     believed = value_at("2026-06-04T00:00:00Z", first_recorded.isoformat())

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import uuid
+from pathlib import Path
+
 import click
 
 from pipeline.cli import output
@@ -103,9 +106,35 @@ def catalog_show() -> None:
 
 
 @click.command()
-def demo() -> None:
-    """Run the passport-deadline example on the configured store and print the answers."""
-    from pipeline.demo import run_demo
+@click.option(
+    "--database-url",
+    help="Run on this store instead, in a tenant of its own (default: a fresh SQLite file).",
+)
+@click.option(
+    "--file",
+    "path",
+    default="sgam-demo.sqlite3",
+    show_default=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The SQLite file the demo creates afresh on every run.",
+)
+def demo(database_url: str | None, path: Path) -> None:
+    """Run the example on a store of its own and print the answers; re-runnable.
 
-    with opened_store() as store:
-        run_demo(store, click.echo)
+    It never writes into the store SGAM_DATABASE_URL names."""
+    from pipeline.db.store import open_store
+    from pipeline.demo import run_demo
+    from pipeline.settings import load_settings
+
+    if database_url is None:
+        for stale in (path, *(path.with_name(path.name + end) for end in ("-wal", "-shm"))):
+            stale.unlink(missing_ok=True)
+        database_url = f"sqlite:///{path}"
+        tenant = "acme"
+    else:
+        tenant = f"demo-{uuid.uuid4().hex[:8]}"  # a new tenant on every run: nothing collides
+    store = open_store(load_settings(database_url=database_url))
+    try:
+        run_demo(store, click.echo, tenant=tenant)
+    finally:
+        store.dispose()

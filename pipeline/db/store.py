@@ -137,6 +137,14 @@ class Store:
         with self._reachable(), self._reader.connect() as connection:
             yield connection
 
+    def analyze(self) -> None:
+        """Refresh the planner statistics of every table (what autovacuum does)."""
+        from pipeline.db.models import Base
+
+        with self._reachable(), self.engine.connect() as connection:
+            self.backend.analyze(connection, [t.name for t in Base.metadata.sorted_tables])
+            connection.commit()
+
     def scrub_after_purge(self) -> bool:
         """After a purge committed: drop erased content from the database files where that is
         cheap (SQLite). True when no erased content is left in them; otherwise `vacuum`."""

@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import func, insert, select, text
 
+from pipeline.db.migrations import HEAD
 from pipeline.db.models import ClaimRow, EventRow, FactRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
@@ -25,8 +26,7 @@ from pipeline.ledger.events import kind_of, parse_payload
 from pipeline.ledger.log import EVENT_COLUMNS
 
 BATCH = 500
-# Keep planner statistics current during a bulk rebuild instead of waiting for autovacuum:
-# plans made while the new tables were empty would otherwise scan them whole.
+# Refresh planner statistics every this many batches during a rebuild (what autovacuum does).
 ANALYZE_EVERY = 20
 
 
@@ -38,28 +38,22 @@ class ReplayReport:
 
 
 def replay(source: Store, target: Store) -> ReplayReport:
-    """Apply every event of `source` to the empty, migrated `target`."""
-    target.ensure_schema()
-    with target.begin() as unit:
-        for table in (FactRow, ClaimRow, EventRow):
-            if unit.session.scalar(select(func.count()).select_from(table)):
-                raise InvalidInput(
-                    "to",
-                    f"the target database already has {table.__tablename__}"
-                    "; replay needs an empty one",
-                )
+    """Apply every event of `source` to `target`, an empty database (migrated here if it has
+    no schema yet), in one transaction: a replay that fails or is killed leaves the target
+    as empty as it found it, never a partial ledger that reads as a normal one."""
+    _prepare(target)
     started = time.perf_counter()
     events = applied = 0
-    for number, batch in enumerate(_batches(source), start=1):
-        if target.is_postgres and number % ANALYZE_EVERY == 0:
-            analyze(target)
-        with target.begin() as unit:
+    with target.begin() as unit:
+        for number, batch in enumerate(_batches(source), start=1):
+            if number % ANALYZE_EVERY == 0:
+                # Plans made while the new tables were empty would otherwise scan them whole.
+                target.backend.analyze(unit.session.connection(), REBUILT_TABLES)
             for event in batch:
                 unit.session.execute(insert(EventRow).values(**event))
                 applied += apply_event(unit, event["kind"], event["command"])
-        events += len(batch)
-    if target.is_postgres:
-        with target.begin() as unit:
+            events += len(batch)
+        if target.is_postgres:
             # Copied ids bypassed the sequence; move it past them for the events still to come.
             unit.session.execute(
                 text(
@@ -70,6 +64,33 @@ def replay(source: Store, target: Store) -> ReplayReport:
     return ReplayReport(events, applied, time.perf_counter() - started)
 
 
+REBUILT_TABLES = ["claims", "facts", "events"]
+
+
+def _prepare(target: Store) -> None:
+    """Errors name the target (`--to`), not the source's settings."""
+    try:
+        revision = target.revision()
+        if revision is None:
+            target.upgrade()
+        elif revision != HEAD:
+            raise InvalidInput(
+                "to",
+                f"the target database is at schema revision {revision}, not {HEAD}; "
+                "replay into an empty database",
+            )
+        with target.begin() as unit:
+            for table in (FactRow, ClaimRow, EventRow):
+                if unit.session.scalar(select(func.count()).select_from(table)):
+                    raise InvalidInput(
+                        "to",
+                        f"the target database already has {table.__tablename__}"
+                        "; replay needs an empty one",
+                    )
+    except InvalidInput as bad:
+        raise InvalidInput("to", bad.problem) from None
+
+
 def apply_event(unit: Unit, kind_name: str, stored: dict[str, Any] | None) -> bool:
     """Re-apply one logged event through its registered kind; False when it changes nothing."""
     kind = kind_of(kind_name)
@@ -78,13 +99,6 @@ def apply_event(unit: Unit, kind_name: str, stored: dict[str, Any] | None) -> bo
         return False
     kind.apply(unit, payload)
     return True
-
-
-def analyze(store: Store) -> None:
-    """Refresh the planner statistics of the ledger tables (what autovacuum does)."""
-    with store.engine.connect() as connection:
-        store.backend.analyze(connection, ["claims", "facts", "events"])
-        connection.commit()
 
 
 def _batches(source: Store) -> Iterator[list[dict[str, Any]]]:

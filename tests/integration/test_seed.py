@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -187,9 +188,14 @@ def test_cli_get_prints_null_and_exits_1_when_nothing_holds(
     assert out.strip() == "[]"
 
 
-def test_sgam_demo_prints_the_seed_output(
-    cli_env: Callable[[], None], capsys: pytest.CaptureFixture[str]
+def test_sgam_demo_prints_the_seed_output_on_a_store_of_its_own(
+    store: Store,
+    cli_env: Callable[[], None],
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.chdir(tmp_path)
     capsys.readouterr()
     assert run(["demo"]) == 0
     first = capsys.readouterr().out
@@ -199,9 +205,20 @@ def test_sgam_demo_prints_the_seed_output(
         "  on 2026-05-31, mira.passport_deadline = 2026-08-01 (the late fact e0)",
         "  before the correction was recorded we believed 2026-07-15 for 2026-06-04 (source e1)",
     ]
-    # Running it again on the same store restates every fact: same answers.
+    # It wrote nothing into the configured store, and runs again from scratch.
+    assert pipeline.get(store, {"tenant_id": "acme", "subject": "mira"}) == []
+    assert (tmp_path / "sgam-demo.sqlite3").exists()
     assert run(["demo"]) == 0
     assert capsys.readouterr().out == first
+
+
+def test_sgam_demo_on_a_named_store_is_rerunnable(
+    database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for _ in range(2):
+        capsys.readouterr()
+        assert run(["demo", "--database-url", database_url]) == 0
+        assert capsys.readouterr().out.startswith(SEED_OUTPUT)
 
 
 def test_cli_get_of_a_multi_valued_attribute_prints_a_list(
