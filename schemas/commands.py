@@ -86,3 +86,7 @@ class ExpireFacts(BaseModel):
     tenant_id: Identifier | None = None
     actor: Identifier = "api"
     now: UtcDatetime | None = None
+    force: bool = Field(
+        default=False,
+        description="allow a `now` after the clock: expires facts whose retention has not passed",
+    )

@@ -147,9 +147,10 @@ def _parse_toml(source: str, name: str) -> tuple[Any, dict[Location, int]]:
 def _document_path(lines: dict[Location, int], loc: Location) -> Location:
     """`loc` without the parts pydantic adds that the file does not spell (union branches);
     its last part stays, as it names a missing or extra field."""
+    spelled = {key[:end] for key in lines for end in range(1, len(key) + 1)}
     path: Location = ()
     for index, part in enumerate(loc):
-        if (*path, part) in lines or index == len(loc) - 1:
+        if (*path, part) in spelled or index == len(loc) - 1:
             path = (*path, part)
     return path
 

@@ -59,11 +59,22 @@ def forget(tenant: str, subject: str, purge: bool, as_json: bool, **options: Any
 
 @click.command()
 @click.option("--tenant", help="Only this tenant (default: all).")
-@click.option("--now", help="Expire as of this instant (default: the clock).")
+@click.option(
+    "--now",
+    help="Expire as of this instant (default: the clock). A later one needs --force.",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    default=None,
+    help="Allow --now after the clock: facts whose retention has not passed yet expire for good.",
+)
 @click.option("--actor", default="cli", show_default=True, help="Who expires (audit).")
 @json_output
 def expire(as_json: bool, **options: Any) -> None:
-    """Write explicit expired versions and events for facts past their retention."""
+    """Write explicit expired versions and events for facts past their retention.
+
+    Run it nightly; reads already hide facts past their retention, expire records it."""
     from pipeline.ledger.expire import expire as expire_facts
 
     with opened_store() as store:

@@ -11,8 +11,12 @@ compares a migrated database with these definitions.
 
 from __future__ import annotations
 
-# The rows that make up the current belief: no two may overlap within one slot.
-HOLDING = "superseded_at IS NULL AND status IN ('active', 'expired') AND forgotten_at IS NULL"
+# The rows that make up the current belief: no two may overlap within one slot. An untrusted
+# row never does: it is quarantined, or expired while still quarantined.
+HOLDING = (
+    "superseded_at IS NULL AND status IN ('active', 'expired') AND trust <> 'untrusted' "
+    "AND forgotten_at IS NULL"
+)
 SLOT_COLUMNS = ("tenant_id", "agent_id", "purpose", "subject", "attribute", "slot")
 
 POSTGRES_EXTENSION = "CREATE EXTENSION IF NOT EXISTS btree_gist"
@@ -30,10 +34,11 @@ def _sqlite_trigger(event: str) -> str:
     return (
         f"CREATE TRIGGER facts_no_overlap_{event.lower()} BEFORE {event} ON facts "
         "WHEN NEW.superseded_at IS NULL AND NEW.status IN ('active', 'expired') "
-        "AND NEW.forgotten_at IS NULL "
+        "AND NEW.trust <> 'untrusted' AND NEW.forgotten_at IS NULL "
         "BEGIN SELECT RAISE(ABORT, 'overlapping current-belief interval') "
         "WHERE EXISTS (SELECT 1 FROM facts f WHERE f.superseded_at IS NULL "
-        "AND f.status IN ('active', 'expired') AND f.forgotten_at IS NULL "
+        "AND f.status IN ('active', 'expired') AND f.trust <> 'untrusted' "
+        "AND f.forgotten_at IS NULL "
         f"{other}{same_slot} "
         "AND (f.valid_to IS NULL OR f.valid_to > NEW.valid_from) "
         "AND (NEW.valid_to IS NULL OR NEW.valid_to > f.valid_from)); END"
@@ -46,8 +51,24 @@ SQLITE_TRIGGERS = {
 }
 
 
+ONE_OPEN_INDEX = "uq_facts_one_open"
+ONE_OPEN = (
+    f"CREATE UNIQUE INDEX {ONE_OPEN_INDEX} ON facts ({', '.join(SLOT_COLUMNS)}) "
+    f"WHERE valid_to IS NULL AND {HOLDING}"
+)
+
+
 def statements(dialect: str) -> list[str]:
     """The DDL that creates the guards on a `facts` table of `dialect`."""
     if dialect == "postgresql":
         return [POSTGRES_EXTENSION, POSTGRES_EXCLUSION]
     return list(SQLITE_TRIGGERS.values())
+
+
+def drop_statements(dialect: str) -> list[str]:
+    """The DDL that removes what `statements` and ONE_OPEN create."""
+    if dialect == "postgresql":
+        drops = [f"ALTER TABLE facts DROP CONSTRAINT IF EXISTS {EXCLUSION_NAME}"]
+    else:
+        drops = [f"DROP TRIGGER IF EXISTS {name}" for name in SQLITE_TRIGGERS]
+    return [*drops, f"DROP INDEX IF EXISTS {ONE_OPEN_INDEX}"]

@@ -13,6 +13,7 @@ from sqlalchemy import select
 from pipeline.db.models import ClaimRow, FactRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
+from pipeline.errors import InvalidInput
 from pipeline.ledger import events
 from pipeline.ledger.events import Decision, EventKind
 from pipeline.ledger.slots import SLOT_FIELDS, SlotKey, in_slot, lock_key
@@ -21,6 +22,7 @@ from pipeline.validation import parse
 from schemas.commands import ExpireFacts
 from schemas.events import ExpirePayload, SlotRef
 from schemas.facts import FactStatus
+from schemas.fields import format_utc
 
 
 @dataclass(frozen=True)
@@ -29,10 +31,18 @@ class ExpireResult:
 
 
 def expire(store: Store, command: ExpireFacts | Mapping[str, Any]) -> ExpireResult:
-    """Give every active fact whose retention has passed at `now` an explicit expired version
+    """Give every active or quarantined fact whose retention has passed at `now` an explicit
+    expired version
     and an `expire` event, one key per transaction so a large run never holds many locks."""
     command = parse(ExpireFacts, command)
-    now = command.now or store.clock()
+    clock = store.clock()
+    if command.now is not None and command.now > clock and not command.force:
+        raise InvalidInput(
+            "now",
+            f"is after the current time ({format_utc(clock)}): facts whose retention has not "
+            "passed would expire for good; pass force to do that on purpose",
+        )
+    now = command.now or clock
     with store.begin() as unit:
         keys = due_keys(unit, now, command.tenant_id)
     expired: list[str] = []
@@ -53,7 +63,8 @@ def _due(now: datetime) -> list[Any]:
     return [
         FactRow.superseded_at.is_(None),
         FactRow.forgotten_at.is_(None),
-        FactRow.status == FactStatus.ACTIVE.value,
+        # Retention applies to every fact, reviewed or not.
+        FactRow.status.in_([FactStatus.ACTIVE.value, FactStatus.QUARANTINED.value]),
         FactRow.expires_at <= now,
     ]
 

@@ -10,7 +10,8 @@ function of its claims, so the result never depends on arrival order:
    starts and their explicit ends, so a fact inside an interval closes it and inherits its end,
    and a late fact before all others ends where the next one starts.
 3. Adjacent intervals with the same value merge; the earliest claim represents the run, so
-   restating the current value adds provenance but no interval.
+   restating the current value adds provenance but no interval. A claim past its retention
+   never merges with one within it: a value restated after it expired is a new fact.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ class Claim:
     valid_to: datetime | None
     trust_rank: int
     recorded_order: tuple[datetime, str]
+    # Past its retention: it no longer "already holds" for a restatement of its value.
+    expired: bool = False
 
 
 @dataclass(frozen=True)
@@ -43,13 +46,14 @@ class Interval:
         return self.valid_from <= moment and (self.valid_to is None or moment < self.valid_to)
 
 
-def _precedence(claim: Claim) -> tuple[int, bool, datetime, tuple[datetime, str]]:
-    """Smaller goes first among claims with the same valid_from: the highest trust; then, for
-    the same value, an explicit end before an open one and the earlier end first (the end is
-    what such claims disagree on, and content must decide, not arrival); then the earliest
-    recorded."""
+def _precedence(claim: Claim) -> tuple[int, bool, bool, datetime, tuple[datetime, str]]:
+    """Smaller goes first among claims with the same valid_from: the highest trust; then a
+    claim within its retention before an expired one; then, for the same value, an explicit
+    end before an open one and the earlier end first (the end is what such claims disagree
+    on, and content must decide, not arrival); then the earliest recorded."""
     return (
         -claim.trust_rank,
+        claim.expired,
         claim.valid_to is None,
         claim.valid_to or _END_OF_TIME,
         claim.recorded_order,
@@ -77,6 +81,7 @@ def project(claims: Iterable[Claim]) -> list[Interval]:
         | {claim.valid_to for claim in ranked if claim.valid_to is not None}
     )
     intervals: list[Interval] = []
+    expired: dict[str, bool] = {}  # of the claim that represents each interval
     for claim in ranked:
         after = bisect_right(boundaries, claim.valid_from)
         end = boundaries[after] if after < len(boundaries) else None
@@ -85,10 +90,12 @@ def project(claims: Iterable[Claim]) -> list[Interval]:
             previous is not None
             and previous.valid_to == claim.valid_from
             and previous.value_key == claim.value_key
+            and expired[previous.fact_id] == claim.expired
         ):
             intervals[-1] = replace(previous, valid_to=end)
         else:
             intervals.append(Interval(claim.claim_id, claim.value_key, claim.valid_from, end))
+            expired[claim.claim_id] = claim.expired
     return intervals
 
 

@@ -12,8 +12,8 @@ from schemas.fields import format_utc
 
 def trust_refusal(state: SlotState, claim: ClaimRecord) -> ConflictError | None:
     """FactConflict or TrustRejected when another value already holds from the same instant."""
-    rows = state.claims
-    verdict, rival = judge((as_claim(row) for row in rows.values()), as_claim(claim))
+    rows, now = state.claims, claim.recorded_at
+    verdict, rival = judge((as_claim(row, now) for row in rows.values()), as_claim(claim, now))
     if verdict is Verdict.ACCEPT or rival is None:
         return None
     existing = f"fact {rival.claim_id} (trust {rows[rival.claim_id].trust})"

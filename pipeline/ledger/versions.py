@@ -32,6 +32,12 @@ _FROM_CLAIM = [
 HOLDING = (FactStatus.ACTIVE.value, FactStatus.EXPIRED.value)
 
 
+def holds(status: str, trust: str) -> bool:
+    """Whether a current version is part of the belief (as `guards.HOLDING` says in SQL): an
+    untrusted one never is, whether quarantined or expired while quarantined."""
+    return status in HOLDING and trust != Trust.UNTRUSTED.value
+
+
 @dataclass(frozen=True)
 class Change:
     """One fact whose current version was replaced. `before` is None for a new fact."""
@@ -58,7 +64,8 @@ def current_fact(session: Session, fact_id: str) -> FactRow | None:
     return session.scalars(query).one_or_none()
 
 
-def as_claim(row: AnyClaim) -> Claim:
+def as_claim(row: AnyClaim, now: datetime) -> Claim:
+    """The claim as interval arithmetic sees it at `now`: past its retention it is expired."""
     return Claim(
         claim_id=row.claim_id,
         value_key=row.value_hash,
@@ -66,11 +73,12 @@ def as_claim(row: AnyClaim) -> Claim:
         valid_to=row.valid_to,
         trust_rank=Trust(row.trust).rank,
         recorded_order=(row.recorded_at, row.claim_id),
+        expired=row.expires_at is not None and row.expires_at <= now,
     )
 
 
 def stored_intervals(current: Mapping[str, FactRow]) -> list[Interval]:
-    holding = [row for row in current.values() if row.status in HOLDING]
+    holding = [row for row in current.values() if holds(row.status, row.trust)]
     return sorted(
         (Interval(r.fact_id, r.value_hash, r.valid_from, r.valid_to) for r in holding),
         key=lambda interval: interval.valid_from,
@@ -129,13 +137,14 @@ def reproject(session: Session, now: datetime, state: SlotState) -> list[Change]
     # Transaction time never runs backwards for a fact, even if this host's clock does.
     now = max([now, *(row.recorded_at for row in current.values())])
     before = stored_intervals(current)
-    after = project(as_claim(row) for row in claims.values())
+    after = project(as_claim(row, now) for row in claims.values())
     changes: list[Change] = []
     for interval in after:
         row = current.get(interval.fact_id)
-        if row is not None and row.status in HOLDING and row.valid_to == interval.valid_to:
+        held = row is not None and holds(row.status, row.trust)
+        if row is not None and held and row.valid_to == interval.valid_to:
             continue
-        if row is not None and row.status in HOLDING:
+        if row is not None and held:
             status = FactStatus(row.status)  # an expired fact stays expired when it is cut
             supersedes = row.supersedes_fact_id
         else:
@@ -160,7 +169,7 @@ def reproject(session: Session, now: datetime, state: SlotState) -> list[Change]
     for fact_id, row in current.items():
         # A holding fact that lost its interval, or a just-promoted one that only restates.
         released = row.status == FactStatus.QUARANTINED.value and fact_id in claims
-        if fact_id not in kept and (row.status in HOLDING or released):
+        if fact_id not in kept and (holds(row.status, row.trust) or released):
             lost = new_version(
                 claims[fact_id],
                 version=row.version + 1,

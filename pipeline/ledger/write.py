@@ -27,9 +27,9 @@ from pipeline.ledger.judging import trust_refusal
 from pipeline.ledger.results import PutResult, settled
 from pipeline.ledger.slots import SlotKey, SlotState, load_slot, lock_key
 from pipeline.ledger.versions import (
-    HOLDING,
     Change,
     change_reason,
+    holds,
     new_version,
     reproject,
     row_values,
@@ -184,7 +184,7 @@ def _holding(state: SlotState, changes: list[Change], moment: datetime) -> Mappi
     holding = [
         Interval(v["fact_id"], v["value_hash"], v["valid_from"], v["valid_to"])
         for v in versions.values()
-        if v["status"] in HOLDING
+        if holds(v["status"], v["trust"])
     ]
     interval = holding_at(holding, moment)
     assert interval is not None, "an accepted claim always holds at its valid_from"

@@ -60,7 +60,7 @@ class Context(BaseModel):
 
     @property
     def text(self) -> str:
-        return "\n".join(item.text for item in self.items)
+        return _joined(self.items)
 
 
 def assemble(
@@ -84,9 +84,11 @@ def assemble(
     used = 0
     for fact in ranked:
         item = _item(fact, count_tokens)
-        if used + item.tokens <= query.budget_tokens:
+        # The budget bounds the text as handed to the model, separators included.
+        tokens = count_tokens(_joined([*items, item]))
+        if tokens <= query.budget_tokens:
             items.append(item)
-            used += item.tokens
+            used = tokens
         else:
             skipped.append(item)
     return Context(
@@ -98,9 +100,14 @@ def assemble(
     )
 
 
+def _joined(items: list[ContextItem]) -> str:
+    return "\n".join(item.text for item in items)
+
+
 def rank(fact: Fact, query: str | None, catalog: Catalog) -> tuple[bool, int, float, float]:
-    """Sort key, highest first: exact name match, shared words, confidence, recency."""
-    names = [name.casefold() for name in catalog.synonyms(fact.attribute)]
+    """Sort key, highest first: exact name match (the attribute's identifier, its spaced form
+    or a synonym), shared words, confidence, recency."""
+    names = [name.casefold() for name in [fact.attribute, *catalog.synonyms(fact.attribute)]]
     text = (query or "").casefold()
     exact = any(re.search(rf"\b{re.escape(name)}\b", text) for name in names)
     words = set(_WORD.findall(text))

@@ -17,7 +17,7 @@ from sqlalchemy import Select, bindparam, or_, select
 from pipeline.db.models import FACT_COLUMNS, FactRow
 from pipeline.db.store import Store
 from pipeline.validation import parse
-from schemas.facts import Fact, FactStatus
+from schemas.facts import Fact, FactStatus, Trust
 from schemas.fields import Identifier, UtcDatetime
 
 
@@ -88,6 +88,8 @@ def _statement(shape: str, by_attribute: bool, known: bool, quarantined: bool) -
         conditions.append(
             FactRow.status.in_([*statuses, FactStatus.SUPERSEDED.value, FactStatus.EXPIRED.value])
         )
+        if not quarantined:  # nor a quarantined fact's later versions (expired unreviewed)
+            conditions.append(FactRow.trust != Trust.UNTRUSTED.value)
         order += [FactRow.recorded_at, FactRow.version]
     else:
         conditions += [

@@ -69,7 +69,7 @@ def test_a_long_low_ranked_fact_is_skipped_not_split(store: Store) -> None:
 
     assert _attributes(context.items) == ["home_city", "answer_style"]
     assert _attributes(context.skipped) == ["employer"]
-    assert context.used_tokens == sum(item.tokens for item in context.items) <= 50
+    assert context.used_tokens == estimate_tokens(context.text) <= 50
     assert all(item.text in context.text for item in context.items)
 
 
@@ -106,3 +106,30 @@ def test_bad_context_queries_are_refused(store: Store, field: str, value: object
     with pytest.raises(InvalidInput) as refused:
         assemble(store, READ | {field: value})
     assert refused.value.field == field
+
+
+@pytest.mark.parametrize("budget", range(20, 60))
+def test_the_budget_bounds_the_text_as_returned_separators_included(
+    store: Store, budget: int
+) -> None:
+    for attribute, value in [("home_city", "Utrecht"), ("answer_style", "concise")]:
+        _put(store, attribute, value)
+    _put(store, "employer", "Initech")
+
+    context = assemble(store, READ | {"budget_tokens": budget})
+
+    assert estimate_tokens(context.text) <= budget
+    assert context.used_tokens == (estimate_tokens(context.text) if context.items else 0)
+
+
+@pytest.mark.parametrize(
+    "query", ["passport_deadline", "what is the answer_style?", "answer_style"]
+)
+def test_the_attribute_identifier_is_an_exact_match(store: Store, query: str) -> None:
+    _put(store, "passport_deadline", "2026-06-30", confidence=0.2)
+    _put(store, "answer_style", "concise", confidence=0.2)
+    _put(store, "home_city", "Utrecht", confidence=1.0)
+
+    first = assemble(store, READ | {"query": query}).items[0]
+
+    assert first.attribute in query

@@ -178,7 +178,7 @@ def test_forget_hides_every_fact_about_the_subject_from_every_read(
     with pytest.raises(NotFound):
         promote(store, {"tenant_id": TENANT, "fact_id": quarantined.fact_id})
     # Nor does the nightly expiry resurrect forgotten facts as new versions.
-    expired = expire(store, {"now": clock.now + timedelta(days=30)}).expired_fact_ids
+    expired = expire(store, {"now": clock.now + timedelta(days=30), "force": True}).expired_fact_ids
     mira_ids = {r.fact.fact_id for r in written}
     assert expired
     assert not mira_ids & set(expired)
@@ -314,7 +314,7 @@ def test_purge_erases_all_content_about_the_subject_and_keeps_audit_metadata(
     clock.set(clock.now + timedelta(days=1))
     assert (
         written[6].fact.fact_id
-        in expire(store, {"now": clock.now + timedelta(days=8)}).expired_fact_ids
+        in expire(store, {"now": clock.now + timedelta(days=8), "force": True}).expired_fact_ids
     )
 
     # Neighbours with content of their own: another subject, the same subject elsewhere.

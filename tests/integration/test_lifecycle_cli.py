@@ -86,7 +86,7 @@ def test_quarantine_promote_forget_roundtrip(sgam: Callable[..., tuple[int, Any,
     )
     assert sgam("get", "--tenant", "acme", "--subject", "mira")[:2] == (1, [])
     assert sgam("context", "--tenant", "acme", "--subject", "mira")[0] == 1
-    code, expired, _ = sgam("expire", "--now", "2040-01-01T00:00:00Z", "--json")
+    code, expired, _ = sgam("expire", "--now", "2040-01-01T00:00:00Z", "--force", "--json")
     assert (code, expired) == (0, {"expired": 0, "fact_ids": []})
 
 

@@ -312,7 +312,7 @@ class Workload:
     def expire(self) -> None:
         # Sometimes ahead of the clock, so that later writes are recorded before the stamp.
         ahead = timedelta(days=self.rng.choice([0, 0, 3, 10, 95]))
-        command: dict[str, Any] = {"now": self.clock.now + ahead}
+        command: dict[str, Any] = {"now": self.clock.now + ahead, "force": True}
         if self.rng.random() < 0.3:
             command["tenant_id"] = self.rng.choice(TENANTS)
         self.outcomes["expired"] += len(expire(self.store, command).expired_fact_ids)

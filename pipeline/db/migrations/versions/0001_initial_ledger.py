@@ -187,10 +187,7 @@ def _guard_overlaps() -> None:
     for statement in guards.statements(op.get_bind().dialect.name):
         op.execute(statement)
     # At most one open-ended current row per slot, on both stores.
-    op.execute(
-        f"CREATE UNIQUE INDEX uq_facts_one_open ON facts ({', '.join(guards.SLOT_COLUMNS)}) "
-        f"WHERE valid_to IS NULL AND {guards.HOLDING}"
-    )
+    op.execute(guards.ONE_OPEN)
 
 
 def downgrade() -> None:
