@@ -19,7 +19,6 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 
-
 def _without_trust(statement: str) -> str:
     """The guard as it was before this revision."""
     return re.sub(r"AND (NEW\.|f\.)?trust <> 'untrusted' ", "", statement)
