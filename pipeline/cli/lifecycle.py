@@ -108,11 +108,32 @@ def context(tenant: str, agent: str, purpose: str, as_json: bool, **options: Any
 @click.command("log")
 @click.option("--tenant", required=True, help="Tenant whose decisions to show.")
 @click.option("--subject", help="Only decisions about this subject.")
-@click.option("--limit", default=100, show_default=True, type=click.IntRange(1, 100_000))
-def show_log(tenant: str, subject: str | None, limit: int) -> None:
-    """The decision log of a tenant, oldest first, as JSON lines."""
+@click.option("--since", help="Only decisions at or after this instant.")
+@click.option("--until", help="Only decisions before this instant.")
+@click.option("--limit", default="100", show_default=True, help="At most this many.")
+@click.option("--oldest-first", is_flag=True, default=None, help="Oldest first (default: newest).")
+@json_output
+def show_log(tenant: str, as_json: bool, **options: Any) -> None:
+    """The decision log of a tenant, newest first; exit 1 when nothing matches.
+
+    With --json or on a pipe: one JSON object per line."""
     from pipeline.ledger.log import decision_log
 
     with opened_store() as store:
-        for event in decision_log(store, tenant_id=tenant, subject=subject, limit=limit):
+        events = decision_log(store, {"tenant_id": tenant} | given_fields(options))
+    for event in events:
+        if output.wants_json(as_json):
             click.echo(json.dumps(event, ensure_ascii=False))
+        else:
+            click.echo(_log_line(event))
+    if not events:
+        raise click.exceptions.Exit(1)
+
+
+def _log_line(event: dict[str, Any]) -> str:
+    facts = ",".join(event["fact_ids"]) or "-"
+    reason = f"  {event['reason']}" if event["reason"] else ""
+    return (
+        f"{event['occurred_at']}  #{event['event_id']}  {event['kind']:<10}  "
+        f"{event['subject'] or '-'}  facts={facts}  by={event['actor']}{reason}"
+    )

@@ -2,26 +2,46 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 
 from pipeline.db.models import EventRow
 from pipeline.db.store import Store
-from schemas.fields import format_utc
+from pipeline.validation import parse
+from schemas.fields import Identifier, UtcDatetime, format_utc
 
 EVENT_COLUMNS = [column.key for column in EventRow.__table__.columns]
 
 
-def decision_log(
-    store: Store, *, tenant_id: str, subject: str | None = None, limit: int = 100
-) -> list[dict[str, Any]]:
-    """A tenant's decisions, oldest first, as JSON-ready dicts."""
-    query = select(EventRow).where(EventRow.tenant_id == tenant_id)
-    if subject is not None:
-        query = query.where(EventRow.subject == subject)
+class LogQuery(BaseModel):
+    """A tenant's decisions, newest first unless `oldest_first`, within [since, until)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tenant_id: Identifier
+    subject: Identifier | None = None
+    since: UtcDatetime | None = None
+    until: UtcDatetime | None = None
+    limit: int = Field(default=100, ge=1, le=100_000)
+    oldest_first: bool = False
+
+
+def decision_log(store: Store, query: LogQuery | Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The matching decisions as JSON-ready dicts."""
+    query = parse(LogQuery, query)
+    statement = select(EventRow).where(EventRow.tenant_id == query.tenant_id)
+    if query.subject is not None:
+        statement = statement.where(EventRow.subject == query.subject)
+    if query.since is not None:
+        statement = statement.where(EventRow.occurred_at >= query.since)
+    if query.until is not None:
+        statement = statement.where(EventRow.occurred_at < query.until)
+    order = EventRow.event_id if query.oldest_first else EventRow.event_id.desc()
     with store.begin() as unit:
-        rows = unit.session.scalars(query.order_by(EventRow.event_id).limit(limit)).all()
+        rows = unit.session.scalars(statement.order_by(order).limit(query.limit)).all()
         return [
             {key: getattr(row, key) for key in EVENT_COLUMNS}
             | {"occurred_at": format_utc(row.occurred_at)}

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
+from pipeline.catalog.names import unknown_attribute
 from pipeline.db import inserts
 from pipeline.db.models import ClaimRow, FactRow
 from pipeline.db.store import Store
@@ -70,10 +71,7 @@ def resolve(unit: Unit, command: PutFact, *, claim_id: str, now: datetime) -> Cl
     catalog = unit.catalog
     spec = catalog.attributes.get(command.attribute)
     if spec is None:
-        raise InvalidInput(
-            "attribute",
-            f"{command.attribute!r} is not in catalogue {catalog.version}; declare it there first",
-        )
+        raise unknown_attribute(catalog, command.attribute)
     if command.cardinality is not None and command.cardinality is not spec.cardinality:
         raise InvalidInput(
             "cardinality",

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy import Select, bindparam, or_, select
 
+from pipeline.catalog.names import unknown_attribute
 from pipeline.db.models import FACT_COLUMNS, FactRow
 from pipeline.db.store import Store
 from pipeline.validation import parse
@@ -57,6 +58,8 @@ def history(
 
 
 def _facts(store: Store, shape: str, query: FactQuery, **moments: datetime) -> list[Fact]:
+    if query.attribute is not None and query.attribute not in store.catalog.attributes:
+        _known_only_from_storage(store, query)
     statement = _statement(
         shape, query.attribute is not None, query.known_at is not None, query.include_quarantined
     )
@@ -111,3 +114,21 @@ def _statement(shape: str, by_attribute: bool, known: bool, quarantined: bool) -
         order = [FactRow.attribute, FactRow.valid_from, FactRow.value_hash]
     columns = [getattr(FactRow, name) for name in FACT_COLUMNS]
     return select(*columns).where(*conditions).order_by(*order)
+
+
+def _known_only_from_storage(store: Store, query: FactQuery) -> None:
+    """An attribute the catalogue no longer declares stays readable while facts hold it;
+    anything else is a typo, answered with the close matches rather than an empty result."""
+    stored = (
+        select(FactRow.row_id)
+        .where(
+            FactRow.tenant_id == query.tenant_id,
+            FactRow.subject == query.subject,
+            FactRow.attribute == query.attribute,
+            FactRow.forgotten_at.is_(None),
+        )
+        .limit(1)
+    )
+    with store.reading() as connection:
+        if connection.execute(stored).first() is None:
+            raise unknown_attribute(store.catalog, query.attribute or "")

@@ -168,3 +168,43 @@ def test_cli_names_the_catalogue_file_and_line(
     assert code == 2
     assert err.startswith(f"sgam: catalogue {path}:9: attributes.visits.type: Input should be")
     assert err.count("\n") == 1
+
+
+def test_reading_an_attribute_the_catalogue_does_not_know_names_the_close_matches(
+    cli_env: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = run(["get", "--tenant", "acme", "--subject", "mira", "--attribute", "passport_deadlin"])
+
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err == (
+        "sgam: --attribute: 'passport_deadlin' is not in catalogue 2026-11-29.1; "
+        "did you mean passport_deadline?\n"
+    )
+
+
+def test_put_suggests_the_close_matches_too(store: Store) -> None:
+    with pytest.raises(InvalidInput, match="did you mean home_city"):
+        pipeline.put(store, BASE | {"attribute": "home_cty", "value": "Utrecht"})
+
+
+def test_a_retired_attribute_stays_readable_while_facts_hold_it(
+    database_url: str, tmp_path: Path
+) -> None:
+    writer = open_store(Settings(database_url=database_url))
+    try:
+        pipeline.put(writer, BASE | {"attribute": "home_city", "value": "Utrecht"})
+    finally:
+        writer.dispose()
+    path = tmp_path / "retired.yaml"
+    path.write_text(CUSTOM)  # declares neither home_city nor passport_deadline
+    reader = open_store(Settings(database_url=database_url, catalog_path=path))
+    try:
+        key = {"tenant_id": "acme", "subject": "mira"}
+        (fact,) = pipeline.get(reader, key | {"attribute": "home_city"})
+        assert fact.value == "Utrecht"
+        assert pipeline.history(reader, key | {"attribute": "home_city"})
+        with pytest.raises(InvalidInput):
+            pipeline.get(reader, key | {"attribute": "passport_deadline"})
+    finally:
+        reader.dispose()

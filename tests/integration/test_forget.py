@@ -168,7 +168,9 @@ def test_forget_hides_every_fact_about_the_subject_from_every_read(
     assert globex_after == neighbours["globex"]
     forgets = [
         event
-        for event in decision_log(store, tenant_id=TENANT, subject="mira")
+        for event in decision_log(
+            store, {"tenant_id": TENANT, "subject": "mira", "oldest_first": True}
+        )
         if event["kind"] == "forget"
     ]
     assert len(forgets) == 1
@@ -208,9 +210,9 @@ def test_forget_with_an_idempotency_key_returns_the_first_result(clocked_store: 
     put(clocked_store, "mira", "languages", "de", JAN)
     command = {"tenant_id": TENANT, "subject": "mira", "idempotency_key": "forget-mira-1"}
     assert forget(clocked_store, command) == ForgetResult(2, False)
-    events = decision_log(clocked_store, tenant_id=TENANT)
+    events = decision_log(clocked_store, {"tenant_id": TENANT, "oldest_first": True})
     assert forget(clocked_store, command) == ForgetResult(2, False)
-    assert decision_log(clocked_store, tenant_id=TENANT) == events
+    assert decision_log(clocked_store, {"tenant_id": TENANT, "oldest_first": True}) == events
     with pytest.raises(pipeline.IdempotencyConflict):
         forget(clocked_store, command | {"purge": True})
 
@@ -337,7 +339,9 @@ def test_purge_erases_all_content_about_the_subject_and_keeps_audit_metadata(
         assert any(hit.startswith(f"{table}.") for hit in before), (table, before)
     facts_before, claims_before = ledger(store)
     mine = [row for row in facts_before if row["tenant_id"] == TENANT and row["subject"] == subject]
-    events_before = decision_log(store, tenant_id=TENANT, subject=subject, limit=1000)
+    events_before = decision_log(
+        store, {"tenant_id": TENANT, "subject": subject, "limit": 1000, "oldest_first": True}
+    )
     assert {event["kind"] for event in events_before} >= {
         "write",
         "supersede",
@@ -390,7 +394,9 @@ def test_purge_erases_all_content_about_the_subject_and_keeps_audit_metadata(
         for row in claims_after
         if row["tenant_id"] == TENANT and row["subject"] == subject
     )
-    events_after = decision_log(store, tenant_id=TENANT, subject=subject, limit=1000)
+    events_after = decision_log(
+        store, {"tenant_id": TENANT, "subject": subject, "limit": 1000, "oldest_first": True}
+    )
     assert [e["event_id"] for e in events_after[:-1]] == [e["event_id"] for e in events_before]
     assert events_after[-1]["kind"] == "purge"
     for old, new in zip(events_before, events_after, strict=False):

@@ -152,3 +152,27 @@ def test_catalog_show_prints_the_catalogue(sgam: Callable[..., tuple[int, Any, s
     code, catalog, _ = sgam("catalog", "show")
     assert code == 0
     assert catalog["attributes"]["passport_deadline"]["type"] == "date"
+
+
+def test_log_is_newest_first_filters_by_time_and_says_when_nothing_matches(
+    sgam: Callable[..., tuple[int, Any, str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    for month, value in enumerate(("email", "phone", "chat"), start=1):
+        assert sgam(*PUT, "--value", value, "--valid-from", f"2026-0{month}-01T00:00:00Z")[0] == 0
+
+    def log(*args: str) -> tuple[int, list[dict[str, Any]]]:
+        code = run(["log", "--tenant", "acme", *args, "--json"])
+        lines = capsys.readouterr().out.splitlines()
+        return code, [json.loads(line) for line in lines]
+
+    code, events = log()
+    assert code == 0
+    assert [event["kind"] for event in events] == ["supersede", "write"] * 2 + ["write"]
+    ids = [event["event_id"] for event in events]
+    assert ids == sorted(ids, reverse=True)
+    assert log("--oldest-first") == (0, list(reversed(events)))
+    last = events[0]["occurred_at"]  # both decisions of the last put
+    assert log("--since", last) == (0, events[:2])
+    assert log("--until", last) == (0, events[2:])
+    assert log("--until", "2000-01-01T00:00:00Z") == (1, [])
+    assert run(["log", "--tenant", "no-such-tenant"]) == 1

@@ -116,7 +116,9 @@ def test_after_purge_no_column_holds_a_hash_of_any_candidate_value(
         pipeline.put(store, _command({"attribute": "birthday", "value": "1987-04-13"}))
     clock.set(clock.now + timedelta(days=3000))
     assert pipeline.expire(store, {"tenant_id": TENANT}).expired_fact_ids  # languages: a slot
-    events_before = pipeline.decision_log(store, tenant_id=TENANT, limit=1000)
+    events_before = pipeline.decision_log(
+        store, {"tenant_id": TENANT, "limit": 1000, "oldest_first": True}
+    )
     candidates = _candidate_hashes(events_before)
     # The check can fail: before the purge the stored hashes are among the candidates.
     assert _every_string(store) & candidates
