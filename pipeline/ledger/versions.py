@@ -185,10 +185,18 @@ def reproject(session: Session, now: datetime, state: SlotState) -> list[Change]
 
 def change_reason(change: Change, by: str) -> str:
     """Why a fact other than the one written got a new version."""
-    if change.after["status"] == FactStatus.SUPERSEDED.value:
+    after, before = change.after, change.before
+    if after["status"] == FactStatus.SUPERSEDED.value:
         return f"lost its interval to fact {by}"
-    before = change.before or {}
+    if before is None:
+        # A claim that had joined an equal value as a restatement, now separated from it.
+        return (
+            f"an earlier restatement now holds on its own from {format_utc(after['valid_from'])}:"
+            f" fact {by} changed the value before it"
+        )
+    if before["valid_to"] == after["valid_to"]:
+        return f"status {before['status']} became {after['status']} by fact {by}"
     return (
-        f"valid_to moved from {format_utc(before.get('valid_to')) or 'open'} "
-        f"to {format_utc(change.after['valid_to']) or 'open'} by fact {by}"
+        f"valid_to moved from {format_utc(before['valid_to']) or 'open'} "
+        f"to {format_utc(after['valid_to']) or 'open'} by fact {by}"
     )

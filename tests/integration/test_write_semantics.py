@@ -582,3 +582,35 @@ def test_database_refuses_reactivating_a_superseded_fact_over_the_winner(store: 
             {"id": weak.fact.fact_id},
         )
     assert [fact.value for fact in pipeline.history(store, CITY)] == ["Paris"]
+
+
+def test_a_restatement_holds_from_its_own_time_once_a_correction_cuts_its_fact(
+    clocked_store: Store,
+) -> None:
+    """The README's example: a restatement is a claim at its own valid_from."""
+    key = {"tenant_id": "acme", "subject": "mira", "attribute": "passport_deadline"}
+    first = put(clocked_store, key, value="2026-06-30", valid_from="2026-06-03T00:00:00Z")
+    restated = put(clocked_store, key, value="2026-06-30", valid_from="2026-06-10T00:00:00Z")
+    assert restated.written is False
+    correction = put(
+        clocked_store,
+        key,
+        value="2026-09-09",
+        valid_from="2026-06-03T00:00:00Z",
+        trust="user_confirmed",
+    )
+
+    assert one_at(clocked_store, key, "2026-06-05T00:00:00Z").value == "2026-09-09"
+    surfaced = one_at(clocked_store, key, "2026-06-15T00:00:00Z")
+    assert surfaced.value == "2026-06-30"
+    assert surfaced.valid_from == utc("2026-06-10T00:00:00Z")
+    assert surfaced.fact_id not in (first.fact.fact_id, correction.fact.fact_id)
+    (event,) = [
+        event
+        for event in pipeline.decision_log(clocked_store, {"tenant_id": "acme"})
+        if event["fact_ids"] == [surfaced.fact_id] and event["kind"] == "supersede"
+    ]
+    assert event["reason"] == (
+        "an earlier restatement now holds on its own from 2026-06-10T00:00:00Z: "
+        f"fact {correction.fact.fact_id} changed the value before it"
+    )
