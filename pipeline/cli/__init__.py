@@ -7,6 +7,7 @@ start-up stays cheap.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -67,4 +68,9 @@ def _first_command(argv: list[str]) -> int:
 
 
 def main() -> None:
-    sys.exit(run())
+    code = run()
+    # Leave without the interpreter's teardown of every loaded module (a fifth of a short
+    # command's wall time): the store is closed and nothing else is pending but the output.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

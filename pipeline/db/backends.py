@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from enum import Enum
 from typing import Any, Protocol
 
-import psycopg
 from sqlalchemy import Connection, Engine, create_engine, event, make_url, text
 from sqlalchemy.exc import DBAPIError
 
@@ -94,6 +93,8 @@ class Postgres:
         connection.execute(text(f"SELECT {selects}"), params)
 
     def failure(self, error: DBAPIError) -> Failure | None:
+        import psycopg  # the driver is loaded already when a Postgres error exists
+
         cause = error.orig
         if not isinstance(cause, psycopg.Error):
             return None

@@ -29,7 +29,6 @@ from sqlalchemy import (
     event,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
@@ -80,7 +79,19 @@ class UtcDateTime(TypeDecorator[datetime]):
         return value.astimezone(UTC)
 
 
-JsonColumn = JSON().with_variant(JSONB(), "postgresql")
+class JsonColumn(TypeDecorator[Any]):
+    """JSONB on Postgres, JSON text on SQLite. The Postgres dialect is imported only when a
+    Postgres database is used, which keeps the embedded store's start-up cheap."""
+
+    impl = JSON()
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import JSONB
+
+            return dialect.type_descriptor(JSONB())
+        return dialect.type_descriptor(JSON())
 
 
 class Base(DeclarativeBase):
@@ -104,7 +115,7 @@ class ScopedKey:
 class Content:
     """What a fact says and who said it. Purge erases value, evidence and source text."""
 
-    value: Mapped[Any | None] = mapped_column(JsonColumn)
+    value: Mapped[Any | None] = mapped_column(JsonColumn())
     value_hash: Mapped[str] = mapped_column(String(64))
     kind: Mapped[str] = mapped_column(String(64))
     schema_version: Mapped[str] = mapped_column(String(64))
@@ -210,10 +221,10 @@ class EventRow(Base):
     actor: Mapped[str] = mapped_column(ID)
     occurred_at: Mapped[datetime] = mapped_column(UtcDateTime)
     idempotency_key: Mapped[str | None] = mapped_column(ID)
-    fact_ids: Mapped[list[str]] = mapped_column(JsonColumn)
+    fact_ids: Mapped[list[str]] = mapped_column(JsonColumn())
     # The command that caused this decision, with the ids and clock it was applied with.
     # Only the first event of a command carries it; replay re-applies exactly these.
-    command: Mapped[dict[str, Any] | None] = mapped_column(JsonColumn)
+    command: Mapped[dict[str, Any] | None] = mapped_column(JsonColumn())
     content_hash: Mapped[str] = mapped_column(String(64))
     reason: Mapped[str | None] = mapped_column(Text)
 
@@ -230,7 +241,7 @@ class IdempotencyRow(Base):
     # The command's hash without its content (value, evidence): what is left to compare a
     # repeated key against once a purge has replaced command_hash.
     shape_hash: Mapped[str | None] = mapped_column(String(64))
-    result: Mapped[Any] = mapped_column(JsonColumn)
+    result: Mapped[Any] = mapped_column(JsonColumn())
     created_at: Mapped[datetime] = mapped_column(UtcDateTime)
 
 
