@@ -92,6 +92,8 @@ def test_the_traceback_only_on_request(
         ("SGAM_LOCK_TIMEOUT_MS", "abc"),
         ("SGAM_WRITE_RETRIES", "0"),
         ("SGAM_MAX_VALUE_BYTES", "lots"),
+        ("SGAM_MAX_VALUE_BYTES", "0"),
+        ("SGAM_LOCK_TIMEOUT_MS", "-1"),
     ],
 )
 def test_invalid_settings_are_exit_2_naming_the_variable(variable: str, value: str) -> None:
@@ -114,3 +116,32 @@ def test_postgres_spellings_are_accepted_alike() -> None:
 
     for url in ("postgres://u@h/db", "postgresql://u@h/db", "postgresql+psycopg://u@h/db"):
         assert Settings(database_url=url).database_url == "postgresql+psycopg://u@h/db"
+
+
+def test_db_upgrade_says_from_which_revision_to_which(tmp_path: object) -> None:
+    from pipeline.db.migrations import HEAD
+
+    env = {**os.environ, "SGAM_DATABASE_URL": f"sqlite:///{tmp_path}/up.sqlite3"}
+    first = subprocess.run([SGAM, "db", "upgrade"], capture_output=True, text=True, env=env)
+    again = subprocess.run([SGAM, "db", "upgrade"], capture_output=True, text=True, env=env)
+    assert first.stderr == f"database migrated from empty to revision {HEAD}\n"
+    assert again.stderr == f"database already at revision {HEAD}; nothing to do\n"
+
+
+def test_messages_use_the_right_article_and_number(
+    store: object,
+    cli_env: object,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    put = ["put", "--tenant=acme", "--subject=mira", "--valid-from=2026-01-01", "--source=e"]
+    assert run([*put, "--attribute=answer_style", "--value=verbose"]) == 2
+    assert "(answer_style is an enum)" in capsys.readouterr().err
+    assert run([*put, "--attribute=home_city", "--value=Utrecht"]) == 0
+    capsys.readouterr()
+    with monkeypatch.context() as terminal:  # the human form, as on a terminal
+        terminal.setattr(sys.stdout, "isatty", lambda: True)
+        assert run(["forget", "--tenant=acme", "--subject=mira"]) == 0
+    assert capsys.readouterr().out == "hid 1 fact about mira\n"
+    assert run(["log", "--tenant=acme", "--json", "--limit=1"]) == 0
+    assert '"reason": "1 fact hidden"' in capsys.readouterr().out
