@@ -1,254 +1,39 @@
-"""Typed SQLAlchemy tables. Postgres is the production store; SQLite runs the same code embedded.
+"""Every table of the SGAM database, in one place: import tables and `Base.metadata` from here.
 
-Tables:
-- claims:   every accepted statement (the provenance of facts); the ledger is projected from them.
-- facts:    the bi-temporal ledger. One row per *version* of a fact: closing an interval or
-            changing a status closes the old version (superseded_at) and inserts a new one.
-- events:   the append-only decision log; replaying its commands rebuilds claims and facts.
-- idempotency_keys: the first result of every keyed command.
+The ledger (`ledger_tables`: claims, facts, events, idempotency keys) and the pipeline's
+intake and recurrence buffer (`stage_tables`: episodes, candidates and their support) share
+one declarative base (`base`) and one set of migrations.
 """
 
-from __future__ import annotations
-
-from datetime import UTC, datetime
-from typing import Any
-
-from sqlalchemy import (
-    JSON,
-    BigInteger,
-    CheckConstraint,
-    DateTime,
-    Dialect,
-    Float,
-    Index,
-    Integer,
-    MetaData,
-    String,
-    Text,
-    UniqueConstraint,
-    event,
-    text,
+from pipeline.db.base import ID, NAMING_CONVENTION, TRUST_LEVELS, Base, JsonColumn, UtcDateTime
+from pipeline.db.ledger_tables import (
+    FACT_COLUMNS,
+    FACT_STATUSES,
+    ClaimRow,
+    Content,
+    EventRow,
+    FactRow,
+    IdempotencyRow,
+    ScopedKey,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
-from sqlalchemy.types import TypeDecorator, TypeEngine
+from pipeline.db.stage_tables import CandidateRow, EpisodeRow, SupportRow
 
-from pipeline.db import guards
-
-NAMING_CONVENTION = {
-    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
-    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-    "ck": "ck_%(table_name)s_%(constraint_name)s",
-    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s",
-}
-
-ID = String(200)
-TRUST_LEVELS = "('untrusted', 'inferred', 'verified', 'user_confirmed')"
-FACT_STATUSES = "('active', 'quarantined', 'superseded', 'expired')"
-
-
-class UtcDateTime(TypeDecorator[datetime]):
-    """timestamptz on Postgres; fixed-width `YYYY-MM-DDTHH:MM:SS.ffffffZ` text on SQLite, so
-    SQLite's lexicographic comparison orders instants correctly. Always returns aware UTC."""
-
-    impl = DateTime(timezone=True)
-    cache_ok = True
-
-    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
-        if dialect.name == "sqlite":
-            return dialect.type_descriptor(String(27))
-        return dialect.type_descriptor(DateTime(timezone=True))
-
-    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> Any:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            raise ValueError("naive datetime reached the store")
-        value = value.astimezone(UTC)
-        if dialect.name == "sqlite":
-            # Four-digit year even before 1000: strftime does not pad it on every platform.
-            return f"{value.year:04d}" + value.strftime("-%m-%dT%H:%M:%S.%fZ")
-        return value
-
-    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if isinstance(value, str):
-            return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
-        assert isinstance(value, datetime)
-        return value.astimezone(UTC)
-
-
-class JsonColumn(TypeDecorator[Any]):
-    """JSONB on Postgres, JSON text on SQLite. The Postgres dialect is imported only when a
-    Postgres database is used, which keeps the embedded store's start-up cheap."""
-
-    impl = JSON()
-    cache_ok = True
-
-    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
-        if dialect.name == "postgresql":
-            from sqlalchemy.dialects.postgresql import JSONB
-
-            return dialect.type_descriptor(JSONB())
-        return dialect.type_descriptor(JSON())
-
-
-class Base(DeclarativeBase):
-    metadata = MetaData(naming_convention=NAMING_CONVENTION)
-
-
-class ScopedKey:
-    """The scope and key columns shared by claims and facts."""
-
-    tenant_id: Mapped[str] = mapped_column(ID)
-    agent_id: Mapped[str] = mapped_column(ID)
-    purpose: Mapped[str] = mapped_column(ID)
-    subject: Mapped[str] = mapped_column(ID)
-    attribute: Mapped[str] = mapped_column(ID)
-    # '' for a single-valued attribute, the value hash for a multi-valued one: the unit
-    # within which intervals must not overlap.
-    slot: Mapped[str] = mapped_column(String(64))
-    cardinality: Mapped[str] = mapped_column(String(8))
-
-
-class Content:
-    """What a fact says and who said it. Purge erases value, evidence and source text."""
-
-    value: Mapped[Any | None] = mapped_column(JsonColumn())
-    value_hash: Mapped[str] = mapped_column(String(64))
-    kind: Mapped[str] = mapped_column(String(64))
-    schema_version: Mapped[str] = mapped_column(String(64))
-    valid_from: Mapped[datetime] = mapped_column(UtcDateTime)
-    valid_to: Mapped[datetime | None] = mapped_column(UtcDateTime)
-    source_episode_id: Mapped[str] = mapped_column(ID)
-    evidence: Mapped[str | None] = mapped_column(Text)
-    confidence: Mapped[float] = mapped_column(Float)
-    trust: Mapped[str] = mapped_column(String(16))
-    expires_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
-    forgotten_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
-
-
-class ClaimRow(ScopedKey, Content, Base):
-    __tablename__ = "claims"
-
-    claim_id: Mapped[str] = mapped_column(String(36), primary_key=True)
-    recorded_at: Mapped[datetime] = mapped_column(UtcDateTime)
-    quarantined: Mapped[bool] = mapped_column(default=False)
-
-    __table_args__ = (
-        Index(None, "tenant_id", "agent_id", "purpose", "subject", "attribute", "slot"),
-        CheckConstraint(f"trust IN {TRUST_LEVELS}", name="trust"),
-    )
-
-
-class FactRow(ScopedKey, Content, Base):
-    __tablename__ = "facts"
-
-    row_id: Mapped[int] = mapped_column(
-        BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True
-    )
-    fact_id: Mapped[str] = mapped_column(String(36))
-    version: Mapped[int] = mapped_column(Integer)
-    recorded_at: Mapped[datetime] = mapped_column(UtcDateTime)
-    superseded_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
-    supersedes_fact_id: Mapped[str | None] = mapped_column(String(36))
-    status: Mapped[str] = mapped_column(String(16))
-
-    __table_args__ = (
-        UniqueConstraint("fact_id", "version"),
-        # One current version per fact.
-        Index(
-            "uq_facts_current_version",
-            "fact_id",
-            unique=True,
-            postgresql_where=text("superseded_at IS NULL"),
-            sqlite_where=text("superseded_at IS NULL"),
-        ),
-        # Current-state and point-in-time reads: key, then valid time.
-        Index(
-            "ix_facts_current_key",
-            "tenant_id",
-            "subject",
-            "attribute",
-            "agent_id",
-            "purpose",
-            "valid_from",
-            postgresql_where=text("superseded_at IS NULL"),
-            sqlite_where=text("superseded_at IS NULL"),
-        ),
-        # Transaction-time reads ("what did we believe at K") and history.
-        Index(None, "tenant_id", "subject", "attribute", "recorded_at"),
-        Index(
-            None,
-            "expires_at",
-            postgresql_where=text("superseded_at IS NULL"),
-            sqlite_where=text("superseded_at IS NULL"),
-        ),
-        # At most one open-ended current row per slot, on both stores.
-        Index(
-            "uq_facts_one_open",
-            *guards.SLOT_COLUMNS,
-            unique=True,
-            postgresql_where=text(f"valid_to IS NULL AND {guards.HOLDING}"),
-            sqlite_where=text(f"valid_to IS NULL AND {guards.HOLDING}"),
-        ),
-        CheckConstraint("valid_to IS NULL OR valid_from < valid_to", name="valid_interval"),
-        CheckConstraint(
-            "superseded_at IS NULL OR recorded_at <= superseded_at", name="recorded_interval"
-        ),
-        CheckConstraint(f"trust IN {TRUST_LEVELS}", name="trust"),
-        CheckConstraint(f"status IN {FACT_STATUSES}", name="status"),
-        CheckConstraint("confidence >= 0 AND confidence <= 1", name="confidence"),
-        CheckConstraint("cardinality IN ('one', 'many')", name="cardinality"),
-        CheckConstraint("version >= 1", name="version"),
-    )
-
-
-# The columns of a fact version as reads return them: everything but the storage row id.
-FACT_COLUMNS = [column.key for column in FactRow.__table__.columns if column.key != "row_id"]
-
-
-class EventRow(Base):
-    __tablename__ = "events"
-
-    event_id: Mapped[int] = mapped_column(
-        BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True
-    )
-    kind: Mapped[str] = mapped_column(String(40))
-    tenant_id: Mapped[str | None] = mapped_column(ID)
-    subject: Mapped[str | None] = mapped_column(ID)
-    actor: Mapped[str] = mapped_column(ID)
-    occurred_at: Mapped[datetime] = mapped_column(UtcDateTime)
-    idempotency_key: Mapped[str | None] = mapped_column(ID)
-    fact_ids: Mapped[list[str]] = mapped_column(JsonColumn())
-    # The command that caused this decision, with the ids and clock it was applied with.
-    # Only the first event of a command carries it; replay re-applies exactly these.
-    command: Mapped[dict[str, Any] | None] = mapped_column(JsonColumn())
-    content_hash: Mapped[str] = mapped_column(String(64))
-    reason: Mapped[str | None] = mapped_column(Text)
-
-    __table_args__ = (Index(None, "tenant_id", "subject"),)
-
-
-class IdempotencyRow(Base):
-    __tablename__ = "idempotency_keys"
-
-    tenant_id: Mapped[str] = mapped_column(ID, primary_key=True)
-    key: Mapped[str] = mapped_column(ID, primary_key=True)
-    subject: Mapped[str | None] = mapped_column(ID)
-    command_hash: Mapped[str] = mapped_column(String(64))
-    # The command's hash without its content (value, evidence): what is left to compare a
-    # repeated key against once a purge has replaced command_hash.
-    shape_hash: Mapped[str | None] = mapped_column(String(64))
-    result: Mapped[Any] = mapped_column(JsonColumn())
-    created_at: Mapped[datetime] = mapped_column(UtcDateTime)
-
-
-def _create_guards(target: Any, connection: Any, **_: Any) -> None:
-    for statement in guards.statements(connection.dialect.name):
-        connection.exec_driver_sql(statement)
-
-
-# `create_all` builds the guards too; migrations create them explicitly (see `guards`).
-event.listen(FactRow.__table__, "after_create", _create_guards)
+__all__ = [
+    "FACT_COLUMNS",
+    "FACT_STATUSES",
+    "ID",
+    "NAMING_CONVENTION",
+    "TRUST_LEVELS",
+    "Base",
+    "CandidateRow",
+    "EpisodeRow",
+    "ClaimRow",
+    "Content",
+    "EventRow",
+    "FactRow",
+    "IdempotencyRow",
+    "JsonColumn",
+    "ScopedKey",
+    "SupportRow",
+    "UtcDateTime",
+]

@@ -1,0 +1,136 @@
+"""The pipeline's tables: the episodes it received, and the recurrence buffer.
+
+- episodes:   every raw episode, committed before anything is queued (the row is the truth,
+              a broker message only a wake-up), with its processing state.
+- candidates: the recurrence buffer: one row per (scope, subject, attribute, value) that waits
+              for support from more sessions or for a user's confirmation.
+- candidate_support: the episodes that support a candidate, with their evidence.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import CheckConstraint, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import text as sql
+from sqlalchemy.orm import Mapped, mapped_column
+
+from pipeline.db.base import ID, TRUST_LEVELS, Base, JsonColumn, UtcDateTime
+
+EPISODE_STATUSES = "('pending', 'processing', 'done', 'failed')"
+CANDIDATE_STATUSES = "('buffered', 'promoted', 'confirmed', 'rejected', 'expired', 'reset')"
+
+
+class EpisodeRow(Base):
+    __tablename__ = "episodes"
+
+    tenant_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    episode_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    agent_id: Mapped[str] = mapped_column(ID)
+    purpose: Mapped[str] = mapped_column(ID)
+    subject: Mapped[str] = mapped_column(ID)
+    subject_names: Mapped[list[str]] = mapped_column(JsonColumn())
+    session_id: Mapped[str | None] = mapped_column(ID)
+    source: Mapped[str] = mapped_column(String(16))
+    occurred_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    # The offset the episode was stated in: relative dates resolve on the speaker's calendar.
+    utc_offset_s: Mapped[int] = mapped_column(Integer)
+    text: Mapped[str | None] = mapped_column(Text)  # erased by purge
+    text_hash: Mapped[str] = mapped_column(String(64))
+    trust: Mapped[str | None] = mapped_column(String(16))  # the caller's override, if any
+    idempotency_key: Mapped[str | None] = mapped_column(ID)
+    meta: Mapped[dict[str, Any] | None] = mapped_column("metadata", JsonColumn())
+    lane: Mapped[str] = mapped_column(String(16))
+    status: Mapped[str] = mapped_column(String(16))
+    attempts: Mapped[int] = mapped_column(Integer)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    extractor: Mapped[str | None] = mapped_column(String(80))
+    prompt_version: Mapped[str | None] = mapped_column(String(64))
+    usage: Mapped[dict[str, Any] | None] = mapped_column(JsonColumn())
+    received_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    enqueued_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    started_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    lease_until: Mapped[datetime | None] = mapped_column(UtcDateTime)
+
+    __table_args__ = (
+        # A repeated idempotency key is a duplicate, like a repeated episode id.
+        Index(
+            "uq_episodes_idempotency_key",
+            "tenant_id",
+            "idempotency_key",
+            unique=True,
+            postgresql_where=sql("idempotency_key IS NOT NULL"),
+            sqlite_where=sql("idempotency_key IS NOT NULL"),
+        ),
+        # The sweeper's and the workers' queue: what is not finished, oldest first.
+        Index(
+            "ix_episodes_unfinished",
+            "status",
+            "enqueued_at",
+            postgresql_where=sql("status IN ('pending', 'processing')"),
+            sqlite_where=sql("status IN ('pending', 'processing')"),
+        ),
+        Index(None, "tenant_id", "subject"),
+        Index(None, "tenant_id", "session_id"),
+        CheckConstraint(f"status IN {EPISODE_STATUSES}", name="status"),
+        CheckConstraint("lane IN ('background', 'hot')", name="lane"),
+        CheckConstraint("source IN ('message', 'tool_result', 'business_event')", name="source"),
+        CheckConstraint(f"trust IS NULL OR trust IN {TRUST_LEVELS}", name="trust"),
+    )
+
+
+class CandidateRow(Base):
+    __tablename__ = "candidates"
+
+    candidate_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ID)
+    agent_id: Mapped[str] = mapped_column(ID)
+    purpose: Mapped[str] = mapped_column(ID)
+    subject: Mapped[str] = mapped_column(ID)
+    attribute: Mapped[str] = mapped_column(ID)
+    value: Mapped[Any | None] = mapped_column(JsonColumn())  # erased by purge
+    value_hash: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(16))
+    support: Mapped[int] = mapped_column(Integer)  # distinct sessions
+    first_seen_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    last_seen_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    valid_from: Mapped[datetime] = mapped_column(UtcDateTime)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    decided_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    fact_id: Mapped[str | None] = mapped_column(String(36))
+    reason: Mapped[str | None] = mapped_column(Text)
+    forgotten_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+
+    __table_args__ = (
+        # One open candidate per value: two workers can never buffer or promote it twice.
+        Index(
+            "uq_candidates_open_value",
+            "tenant_id",
+            "agent_id",
+            "purpose",
+            "subject",
+            "attribute",
+            "value_hash",
+            unique=True,
+            postgresql_where=sql("status = 'buffered' AND forgotten_at IS NULL"),
+            sqlite_where=sql("status = 'buffered' AND forgotten_at IS NULL"),
+        ),
+        Index(None, "tenant_id", "subject", "attribute"),
+        CheckConstraint(f"status IN {CANDIDATE_STATUSES}", name="status"),
+        CheckConstraint("support >= 0", name="support"),
+    )
+
+
+class SupportRow(Base):
+    __tablename__ = "candidate_support"
+
+    candidate_id: Mapped[str] = mapped_column(
+        String(36), ForeignKey("candidates.candidate_id"), primary_key=True
+    )
+    episode_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    session_id: Mapped[str | None] = mapped_column(ID)
+    occurred_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    valid_from: Mapped[datetime] = mapped_column(UtcDateTime)
+    evidence: Mapped[str | None] = mapped_column(Text)  # erased by purge
