@@ -1,0 +1,121 @@
+"""Pure decisions of the policy stage: no I/O, no clock, tested as a table.
+
+Trust comes from the episode, never from the model: its source's default (below), unless the
+caller set the episode's trust, and `user_confirmed` for an explicit statement on the hot path.
+Confidence comes from how the candidate was found: the rules only match explicit statements;
+a model's candidate counts as explicit when its evidence names the attribute, else as inferred.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+from enum import StrEnum
+
+from schemas.catalog import AttributeSpec, Recurrence, Sensitivity
+from schemas.facts import Trust
+
+SOURCE_TRUST = {
+    "message": Trust.INFERRED,
+    "tool_result": Trust.UNTRUSTED,
+    "business_event": Trust.VERIFIED,
+}
+RULES_CONFIDENCE = 1.0
+STATED_CONFIDENCE = 0.9  # a model's candidate whose evidence names the attribute
+INFERRED_CONFIDENCE = 0.5  # a model's candidate read between the lines
+
+
+class Lane(StrEnum):
+    BACKGROUND = "background"  # queued episodes, processed by workers
+    HOT = "hot"  # an explicit "remember this", written in the caller's request
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The policy's settings (SGAM_WEAK_CONFIDENCE, SGAM_WEAK_SUPPORT, SGAM_WEAK_WINDOW_DAYS,
+    SGAM_BUFFER_WINDOW_DAYS)."""
+
+    weak_confidence: float = 0.7
+    weak_support: int = 2
+    weak_window: timedelta = timedelta(days=30)
+    buffer_window: timedelta = timedelta(days=30)
+
+
+@dataclass(frozen=True)
+class Write:
+    trust: Trust
+    confidence: float
+
+
+@dataclass(frozen=True)
+class Quarantine:
+    """Stored hidden until a reviewer promotes it."""
+
+    confidence: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """Wait in the recurrence buffer for `times` distinct sessions within `window`, or for a
+    user's confirmation (`times` None: confirmation only; `window` then bounds the wait)."""
+
+    times: int | None
+    window: timedelta
+    trust: Trust
+    confidence: float
+    reason: str
+
+
+Verdict = Write | Quarantine | Buffer
+
+
+def episode_trust(source: str, override: Trust | None, lane: Lane) -> Trust:
+    if override is not None:
+        return override
+    if lane is Lane.HOT:
+        return Trust.USER_CONFIRMED
+    return SOURCE_TRUST[source]
+
+
+def confidence(extractor: str, evidence: str, names: list[str]) -> float:
+    """How explicit the candidate is. `names`: the attribute's spoken names and synonyms."""
+    if extractor == "rules":
+        return RULES_CONFIDENCE
+    said = evidence.casefold()
+    explicit = any(re.search(rf"\b{re.escape(name.casefold())}\b", said) for name in names)
+    return STATED_CONFIDENCE if explicit else INFERRED_CONFIDENCE
+
+
+def decide(
+    spec: AttributeSpec, *, trust: Trust, lane: Lane, confidence: float, thresholds: Thresholds
+) -> Verdict:
+    """What to do with one candidate the guards kept.
+
+    Untrusted sources are quarantined, and so is a sensitive attribute unless the user stated
+    it on the hot path. A user's own statement is written at once. `promotion: confirm` waits
+    for the user's confirmation whatever the source. A verified source (a business event) is
+    written; anything else follows the catalogue: `{times, window}` waits for recurrence, and
+    `immediate` is written unless the signal is weak (confidence below the threshold).
+    """
+    if trust is Trust.UNTRUSTED:
+        return Quarantine(confidence, "untrusted source")
+    if spec.sensitivity is Sensitivity.SENSITIVE and lane is not Lane.HOT:
+        return Quarantine(confidence, "a sensitive attribute not stated on the hot path")
+    if lane is Lane.HOT or trust is Trust.USER_CONFIRMED:
+        return Write(trust, confidence)
+    if spec.promotion == "confirm":
+        reason = "the catalogue asks for the user's confirmation"
+        return Buffer(None, thresholds.buffer_window, trust, confidence, reason)
+    if trust is Trust.VERIFIED:
+        return Write(trust, confidence)
+    if isinstance(spec.promotion, Recurrence):
+        times, window = spec.promotion.times, spec.promotion.window
+        reason = f"the catalogue asks for {times} sessions"
+        return Buffer(times, window, trust, confidence, reason)
+    if confidence < thresholds.weak_confidence:
+        times, window = thresholds.weak_support, thresholds.weak_window
+        reason = f"a weak signal (confidence {confidence:g})"
+        return Buffer(times, window, trust, confidence, reason)
+    return Write(trust, confidence)
