@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, make_url, text
 
+from pipeline.db.models import Base
 from pipeline.db.store import Store, open_store
 from pipeline.settings import Settings
 
 POSTGRES_URL = os.environ.get(
     "SGAM_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/sgam_test"
 )
-from pipeline.db.models import Base
 
 TABLES = tuple(table.name for table in Base.metadata.sorted_tables)
 

@@ -1,0 +1,134 @@
+"""What extraction produces. `MemoryUpdate` is the model's answer, its fields in the order the
+model fills them (Schema-Guided Reasoning: evidence first, then what is stored, then the
+decision); `Candidate` is an update the guards kept, resolved and stamped with the episode's
+provenance. The model proposes; the application decides what is written."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from functools import lru_cache
+from typing import Any, Literal, cast
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from schemas.catalog import Catalog
+from schemas.facts import JsonValue, Trust
+from schemas.fields import UtcInstant
+
+MAX_UPDATES = 5
+"""Updates kept from one episode; the prompt asks for at most this many."""
+
+Change = Literal["new", "update", "no_change"]
+
+
+class MemoryUpdate(BaseModel):
+    """One proposed change to the subject's memory. The descriptions are written for the model."""
+
+    model_config = ConfigDict(frozen=True)
+
+    evidence: str = Field(description="Exact quote from the episode that states the fact.")
+    subject: str = Field(description="Who the fact is about: the subject id from the prompt.")
+    attribute: str = Field(description="Catalogue attribute name.")
+    current_value: str | None = Field(
+        description="The stored value the prompt shows for it, or null."
+    )
+    change: Change = Field(
+        description="new: nothing stored; update: differs from the stored value; "
+        "no_change: the stored value already holds."
+    )
+    value: str | None = Field(
+        description="The value in the attribute's type (dates YYYY-MM-DD); null for no_change.",
+    )
+    valid_from: str | None = Field(
+        description="When the value starts to hold (YYYY-MM-DD); null = the episode's time.",
+    )
+
+
+class Extraction(BaseModel):
+    """The model's whole answer for one episode."""
+
+    updates: list[MemoryUpdate] = Field(
+        default_factory=list, description="Facts the episode states; empty when none."
+    )
+
+
+def response_model(catalog: Catalog) -> type[Extraction]:
+    """`Extraction` whose attribute can only be a catalogued name, so the JSON schema the model
+    sees names them (a constrained decoder cannot even produce another) and stays small."""
+    return _response_model(tuple(catalog.attributes))
+
+
+@lru_cache(maxsize=64)
+def _response_model(names: tuple[str, ...]) -> type[Extraction]:
+    attribute_type = cast(Any, Literal).__getitem__(names)
+    update = create_model(
+        "MemoryUpdate",
+        __base__=MemoryUpdate,
+        attribute=(attribute_type, Field(description="Catalogue attribute name.")),
+    )
+    return create_model(
+        "Extraction",
+        __base__=Extraction,
+        updates=(
+            list[update],
+            Field(default_factory=list, description="Facts the episode states; empty when none."),
+        ),
+    )
+
+
+class RejectReason(StrEnum):
+    """Why a guard refused a proposed update; callers decide by code, never by message."""
+
+    EVIDENCE_NOT_QUOTED = "evidence_not_quoted"
+    UNKNOWN_ATTRIBUTE = "unknown_attribute"
+    BAD_VALUE = "bad_value"
+    BAD_VALID_FROM = "bad_valid_from"
+    FUTURE_VALID_FROM = "future_valid_from"
+    FOREIGN_SUBJECT = "foreign_subject"
+    RESTATEMENT = "restatement"
+    DUPLICATE = "duplicate"
+    OVER_LIMIT = "over_limit"
+
+
+class Rejection(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    update: MemoryUpdate
+    reason: RejectReason
+    message: str
+
+
+class Candidate(BaseModel):
+    """An update the guards kept: subject resolved, value normalised by the catalogue,
+    valid_from resolved to UTC, and the provenance copied from the episode."""
+
+    model_config = ConfigDict(frozen=True)
+
+    evidence: str
+    subject: str
+    attribute: str
+    current_value: JsonValue | None
+    change: Change
+    value: JsonValue
+    valid_from: UtcInstant
+    tenant_id: str
+    agent_id: str
+    purpose: str
+    source_episode_id: str
+    trust: Trust
+
+
+class Usage(BaseModel):
+    """What one extraction cost and how it was made; recorded with every candidate it yields."""
+
+    extractor: str = Field(description='"rules" or "llm:MODEL"')
+    model: str | None = None
+    prompt_version: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    attempts: int = Field(
+        default=0,
+        description="requests sent to the endpoint, transport retries and re-asks included",
+    )
+    reasks: int = Field(default=0, description="answers that failed validation and were re-asked")
+    latency_ms: float = 0.0
