@@ -130,5 +130,7 @@ class Usage(BaseModel):
         default=0,
         description="requests sent to the endpoint, transport retries and re-asks included",
     )
-    reasks: int = Field(default=0, description="answers that failed validation and were re-asked")
+    invalid_answers: int = Field(
+        default=0, description="answers that failed validation (each but the last re-asked)"
+    )
     latency_ms: float = 0.0

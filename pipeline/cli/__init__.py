@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from pipeline.cli import admin, facts, lifecycle
+from pipeline.cli import admin, extract, facts, lifecycle
 from pipeline.cli.errors import USAGE_ERROR, describe, exit_code, fail, internal
 from pipeline.errors import SgamError
 
@@ -36,6 +36,7 @@ for command in (
     admin.replay,
     admin.catalog,
     admin.demo,
+    extract.extract,
 ):
     app.add_command(command)
 

@@ -10,6 +10,7 @@ attempts, the usage and the last error — never a bare provider exception.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,22 +35,27 @@ MODES = {
     "json": instructor.Mode.JSON,
     "md_json": instructor.Mode.MD_JSON,
 }
-_NO_KEY = "none"  # local servers need no key, but the client insists on one
+_NO_KEY = "none"
+# Instructor logs each failed attempt at ERROR; we report failures as typed errors instead, so
+# its records reach a handler only when the application configures one.
+logging.getLogger("instructor").addHandler(
+    logging.NullHandler()
+)  # local servers need no key, but the client insists on one
 
 
 @dataclass
 class _Tally:
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    reasks: int = 0
+    invalid_answers: int = 0
 
     def count(self, response: Any) -> None:
         usage = getattr(response, "usage", None)
         self.prompt_tokens += getattr(usage, "prompt_tokens", 0) or 0
         self.completion_tokens += getattr(usage, "completion_tokens", 0) or 0
 
-    def reask(self, *_: Any, **__: Any) -> None:
-        self.reasks += 1
+    def invalid(self, *_: Any, **__: Any) -> None:
+        self.invalid_answers += 1
 
 
 class LlmClient:
@@ -93,7 +99,7 @@ class LlmClient:
         patched = instructor.from_openai(client, mode=MODES[settings.llm_mode])
         tally = _Tally()
         patched.on("completion:response", tally.count)
-        patched.on("parse:error", tally.reask)
+        patched.on("parse:error", tally.invalid)
         started = time.perf_counter()
 
         def usage() -> Usage:
@@ -104,7 +110,7 @@ class LlmClient:
                 prompt_tokens=tally.prompt_tokens,
                 completion_tokens=tally.completion_tokens,
                 attempts=transport.attempts,
-                reasks=tally.reasks,
+                invalid_answers=tally.invalid_answers,
                 latency_ms=round((time.perf_counter() - started) * 1000, 1),
             )
 
@@ -131,7 +137,10 @@ def failure(error: BaseException, attempts: int, usage: Usage) -> LlmFailure:
     """The typed error for what finally went wrong, decided by the innermost cause."""
     cause = error.__cause__ if isinstance(error, InstructorRetryException) else error
     cause = cause or error
-    last = f"{type(cause).__name__}: {_first_line(cause)}"
+    # A connection error's own cause names what happened (refused, timed out, DNS).
+    shown = cause.__cause__ if isinstance(cause, openai.APIConnectionError) else None
+    shown = shown or cause
+    last = f"{type(shown).__name__}: {_first_line(shown)}"
     if isinstance(cause, openai.APIStatusError):
         kind: type[LlmFailure] = (
             LlmUnavailable if is_retryable_status(cause.status_code) else LlmRequestRejected

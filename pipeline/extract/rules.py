@@ -71,7 +71,7 @@ _CORRECTION = re.compile(
     _FLAGS,
 )
 _PREFERENCE = re.compile(
-    r"\b(?:i\s+(?:would\s+|'d\s+|do\s+|really\s+)?prefer|please\s+(?:always\s+)?"
+    r"\b(?:i(?:\s+would|'d|\s+do|\s+really)?\s+prefer|please\s+(?:always\s+)?"
     r"(?:answer|reply|respond|write|contact|reach|send|export)|always\s+(?:answer|reply|respond))"
     r"\b(?P<rest>.*)$",
     _FLAGS,

@@ -21,9 +21,9 @@ from tenacity import (
     retry_if_result,
     stop_after_attempt,
     stop_any,
-    stop_base,
     wait_random_exponential,
 )
+from tenacity.stop import stop_base
 
 MAX_RETRY_AFTER_S = 120.0
 _backoff = wait_random_exponential(multiplier=0.5, max=20.0)
