@@ -35,7 +35,7 @@ MODES = {
     "json": instructor.Mode.JSON,
     "md_json": instructor.Mode.MD_JSON,
 }
-_NO_KEY = "none"
+_NO_KEY = "none"  # local servers need no key, but the client insists on one
 # Instructor logs each failed attempt at ERROR; we report failures as typed errors instead, so
 # its records reach a handler only when the application configures one.
 logging.getLogger("instructor").addHandler(

@@ -72,7 +72,7 @@ def test_static_part_first_episode_last() -> None:
         {"home_city": ["Paris"]},
     )
     assert first[0] == other[0]  # the system message is the same for every episode
-    assert "{" not in first[0]["content"] and "}" not in first[0]["content"]
+    assert not set("{}") & set(first[0]["content"])
     for name in catalog().attributes:
         assert f"- {name}:" in first[0]["content"]
     user = first[1]["content"]
