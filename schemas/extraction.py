@@ -21,31 +21,39 @@ MAX_UPDATES = 5
 Change = Literal["new", "update", "no_change"]
 
 
+def _compact(schema: dict[str, Any]) -> None:
+    """Every token of the schema is sent with every request: drop the field titles (the model's
+    title names the tool) and write a nullable string as one type list instead of an anyOf."""
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+        options = prop.get("anyOf")
+        if options and all(set(option) == {"type"} for option in options):
+            del prop["anyOf"]
+            prop["type"] = [option["type"] for option in options]
+
+
 class MemoryUpdate(BaseModel):
     """One proposed change to the subject's memory. The descriptions are written for the model."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, json_schema_extra=_compact)
 
-    evidence: str = Field(description="Exact quote from the episode that states the fact.")
-    subject: str = Field(description="Who the fact is about: the subject id from the prompt.")
+    evidence: str = Field(description="Exact quote from the episode.")
+    subject: str = Field(description="Whom the fact is about: the subject id.")
     attribute: str = Field(description="Catalogue attribute name.")
-    current_value: str | None = Field(
-        description="The stored value the prompt shows for it, or null."
-    )
-    change: Change = Field(
-        description="new: nothing stored; update: differs from the stored value; "
-        "no_change: the stored value already holds."
-    )
+    current_value: str | None = Field(description="The stored value the prompt shows, or null.")
+    change: Change = Field(description="no_change when the stored value still holds.")
     value: str | None = Field(
-        description="The value in the attribute's type (dates YYYY-MM-DD); null for no_change.",
+        description="The new value in the attribute's type; dates as YYYY-MM-DD.",
     )
     valid_from: str | None = Field(
-        description="When the value starts to hold (YYYY-MM-DD); null = the episode's time.",
+        description="When it starts to hold, YYYY-MM-DD; null: at the episode's time.",
     )
 
 
 class Extraction(BaseModel):
     """The model's whole answer for one episode."""
+
+    model_config = ConfigDict(json_schema_extra=_compact)
 
     updates: list[MemoryUpdate] = Field(
         default_factory=list, description="Facts the episode states; empty when none."

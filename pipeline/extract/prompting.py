@@ -65,10 +65,16 @@ def _attributes(catalog: Catalog) -> list[dict[str, Any]]:
             "allowed": spec.values,
             "many": spec.cardinality is Cardinality.MANY,
             "description": spec.description,
-            "synonyms": spec.synonyms,
+            "synonyms": _new_words(spec.synonyms, name, spec.values or []),
         }
         for name, spec in catalog.attributes.items()
     ]
+
+
+def _new_words(synonyms: list[str], name: str, values: list[str]) -> list[str]:
+    """Synonyms the line does not already show as the name or a value: fewer tokens."""
+    shown = {*name.split("_"), *(value.casefold() for value in values)}
+    return [synonym for synonym in synonyms if synonym.casefold() not in shown]
 
 
 @lru_cache(maxsize=1024)

@@ -27,6 +27,7 @@ from pipeline.extract.guards import CurrentValues
 from schemas.catalog import AttributeSpec, Catalog, ValueType
 from schemas.episodes import Episode
 from schemas.extraction import MemoryUpdate
+from schemas.facts import Cardinality
 from schemas.fields import canonical_json
 
 _FLAGS = re.IGNORECASE
@@ -136,10 +137,13 @@ class RulesExtractor:
         """Every update the covered forms state, before the guards."""
         if not self._trigger.search(episode.text):
             return []
-        updates = []
+        # A later statement about a single-valued attribute corrects an earlier one in the
+        # same episode ("my city is Paris. No, it's Lyon.").
+        latest: dict[tuple[str, str], _Found] = {}
         for found in self._find(episode):
-            updates.append(self._update(episode, current, found))
-        return updates
+            many = self.catalog.attributes[found.attribute].cardinality is Cardinality.MANY
+            latest[(found.attribute, found.value if many else "")] = found
+        return [self._update(episode, current, found) for found in latest.values()]
 
     def _find(self, episode: Episode) -> Iterator[_Found]:
         last_attribute: str | None = None

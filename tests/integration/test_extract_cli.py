@@ -70,6 +70,7 @@ def test_human_table_for_a_terminal() -> None:
         catalog=catalog(),
         settings=Settings(_env_file=None),  # type: ignore[call-arg]
         current={"home_city": ["Rome"]},
+        extractor="rules",
     )
     lines = table(result).splitlines()
     assert lines[0].startswith("extractor rules: 1 kept, 1 rejected, 0 request(s)")
