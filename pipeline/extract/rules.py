@@ -54,12 +54,15 @@ _DATE_CLAUSE = re.compile(
     + r")\b,?",
     _FLAGS,
 )
+_BARE_DAY = re.compile(r"\s+(?P<date>yesterday|today)\b", _FLAGS)
 _VALUE_END = re.compile(
     r",\s+(?:but|and|so|because|which|not|though|thanks|thank|please|right|ok|okay|as|if|when|"
     r"i|i'm|we|it|it's|that)\b|\s+(?:but|because|though|although|which|so that)\s|\s[-–—]\s|"
-    r"\s\(|\s+(?:now|from now on|anymore|as well|too|please|thanks)\s*$",
+    r"\s\(|\s+(?:now|from now on|anymore|as well|too|please|thanks)[\s.!]*$",
     _FLAGS,
 )
+_ANY_DATE = re.compile(DATE_EXPRESSION, _FLAGS)
+_DATELESS = {ValueType.ENUM, ValueType.NUMBER, ValueType.BOOLEAN}
 _LEADING_FILLER = re.compile(r"^(?:now|still|actually|officially)\s+", _FLAGS)
 _NUMBER = re.compile(r"^[$€£]?\s?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w.])")
 _BOOLEAN = re.compile(r"^(yes|no|true|false|on|off)\b", _FLAGS)
@@ -168,6 +171,8 @@ class RulesExtractor:
         valid_from = None
         date_clause = _DATE_CLAUSE.search(sentence)
         text = sentence
+        if date_clause is None:  # "my plan changed to pro yesterday"
+            date_clause = _BARE_DAY.search(sentence)
         if date_clause is not None:
             valid_from = self._iso_date(date_clause["date"], episode)
             text = sentence[: date_clause.start()] + sentence[date_clause.end() :]
@@ -201,6 +206,8 @@ class RulesExtractor:
         """The value at the start of `rest` in the attribute's type, or '' when unreadable."""
         end = _VALUE_END.search(rest)
         text = _LEADING_FILLER.sub("", rest[: end.start()] if end else rest).strip(" .!,\"'")
+        if spec.type in _DATELESS and _ANY_DATE.search(text):
+            return ""  # a date we could not place: when does it hold? Better to miss it.
         if spec.type is ValueType.DATE:
             match = re.match(DATE_EXPRESSION, text, _FLAGS)
             return (self._iso_date(match.group(0), episode) or "") if match else ""
