@@ -189,8 +189,8 @@ def main() -> None:
         for c in english
     ]
     print(
-        f"## prompt tokens on the eval set ({counter}): messages median {statistics.median(counted)}, "
-        f"+ schema and template {overhead}"
+        f"## prompt tokens on the eval set ({counter}): messages median "
+        f"{statistics.median(counted)}, + schema and template {overhead}"
     )
     if measured:
         print(f"   the endpoint's own prompt_tokens median: {measured[0]}")
