@@ -15,6 +15,10 @@ from pipeline.errors import (
     FactConflict,
     IdempotencyConflict,
     InvalidInput,
+    LlmAnswerInvalid,
+    LlmFailure,
+    LlmRequestRejected,
+    LlmUnavailable,
     NotFound,
     NotQuarantined,
     PermanentError,
@@ -30,6 +34,9 @@ if TYPE_CHECKING:
     from pipeline.catalog.check import CatalogProblem, check_catalog
     from pipeline.db.store import Store, open_store
     from pipeline.db.unit import Unit
+    from pipeline.extract.llm import LlmClient
+    from pipeline.extract.result import ExtractionResult
+    from pipeline.extract.run import extract
     from pipeline.ledger.expire import ExpireResult, expire, expire_key
     from pipeline.ledger.forget import ForgetResult, forget, forget_subject
     from pipeline.ledger.log import decision_log
@@ -47,6 +54,9 @@ _LAZY = {
     "Store": "pipeline.db.store",
     "open_store": "pipeline.db.store",
     "Unit": "pipeline.db.unit",
+    "LlmClient": "pipeline.extract.llm",
+    "ExtractionResult": "pipeline.extract.result",
+    "extract": "pipeline.extract.run",
     "ExpireResult": "pipeline.ledger.expire",
     "expire": "pipeline.ledger.expire",
     "expire_key": "pipeline.ledger.expire",
@@ -90,11 +100,17 @@ __all__ = [
     "ContextItem",
     "ContextQuery",
     "ExpireResult",
+    "ExtractionResult",
     "FactConflict",
     "FactQuery",
     "ForgetResult",
     "IdempotencyConflict",
     "InvalidInput",
+    "LlmAnswerInvalid",
+    "LlmClient",
+    "LlmFailure",
+    "LlmRequestRejected",
+    "LlmUnavailable",
     "NotFound",
     "NotQuarantined",
     "PermanentError",
@@ -114,6 +130,7 @@ __all__ = [
     "decision_log",
     "expire",
     "expire_key",
+    "extract",
     "forget",
     "forget_subject",
     "get",
