@@ -27,8 +27,10 @@ def _compact(schema: dict[str, Any]) -> None:
     for prop in schema.get("properties", {}).values():
         prop.pop("title", None)
         options = prop.get("anyOf")
-        if options and all(set(option) == {"type"} for option in options):
+        if options and all("type" in option and "enum" not in option for option in options):
             del prop["anyOf"]
+            for option in options:
+                prop.update({key: value for key, value in option.items() if key != "type"})
             prop["type"] = [option["type"] for option in options]
 
 
@@ -56,7 +58,9 @@ class Extraction(BaseModel):
     model_config = ConfigDict(json_schema_extra=_compact)
 
     updates: list[MemoryUpdate] = Field(
-        default_factory=list, description="Facts the episode states; empty when none."
+        default_factory=list,
+        max_length=MAX_UPDATES,
+        description="Facts the episode states; empty when none.",
     )
 
 
@@ -79,7 +83,11 @@ def _response_model(names: tuple[str, ...]) -> type[Extraction]:
         __base__=Extraction,
         updates=(
             list[update],
-            Field(default_factory=list, description="Facts the episode states; empty when none."),
+            Field(
+                default_factory=list,
+                max_length=MAX_UPDATES,
+                description="Facts the episode states; empty when none.",
+            ),
         ),
     )
 
