@@ -163,9 +163,7 @@ class RulesExtractor:
         label = self._label.match(sentence)
         if label is not None:
             attribute = self._by_phrase[_phrase(label["attr"])]
-            spec = self.catalog.attributes[attribute]
-            value = self._value(label["rest"], spec, episode, strict=False)
-            return _Found(attribute, sentence, value, None) if value else None
+            return self._found(attribute, label["rest"], sentence, None, episode, strict=False)
         if _HEDGES.search(sentence):
             return None
         valid_from = None
@@ -183,16 +181,12 @@ class RulesExtractor:
             ):
                 return None
             attribute = self._by_phrase[_phrase(statement["attr"])]
-            spec = self.catalog.attributes[attribute]
-            value = self._value(statement["rest"], spec, episode, strict=True)
-            return _Found(attribute, sentence, value, valid_from) if value else None
+            return self._found(attribute, statement["rest"], sentence, valid_from, episode)
         if _NEGATION.search(text):
             return None
         correction = _CORRECTION.match(text)
         if correction is not None and last is not None:
-            spec = self.catalog.attributes[last]
-            value = self._value(correction["rest"], spec, episode, strict=True)
-            return _Found(last, sentence, value, valid_from) if value else None
+            return self._found(last, correction["rest"], sentence, valid_from, episode)
         preference = _PREFERENCE.search(text)
         if preference is not None:
             words = _words(preference["rest"])
@@ -201,6 +195,19 @@ class RulesExtractor:
                 attribute, value = named.pop()
                 return _Found(attribute, sentence, value, valid_from)
         return None
+
+    def _found(
+        self,
+        attribute: str,
+        rest: str,
+        sentence: str,
+        valid_from: str | None,
+        episode: Episode,
+        *,
+        strict: bool = True,
+    ) -> _Found | None:
+        value = self._value(rest, self.catalog.attributes[attribute], episode, strict=strict)
+        return _Found(attribute, sentence, value, valid_from) if value else None
 
     def _value(self, rest: str, spec: AttributeSpec, episode: Episode, *, strict: bool) -> str:
         """The value at the start of `rest` in the attribute's type, or '' when unreadable."""

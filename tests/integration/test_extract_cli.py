@@ -18,20 +18,9 @@ BASE = ("extract", "--tenant", "acme", "--subject", "mira", "--at", AT)
 def test_json_report_with_stored_values(
     capsys: pytest.CaptureFixture[str], store: Store, cli_env: Any
 ) -> None:
-    put(
-        store,
-        {"tenant_id": "acme", "subject": "mira"},
-        attribute="home_city",
-        value="Berlin",
-        valid_from="2026-01-01T00:00:00Z",
-    )
-    put(
-        store,
-        {"tenant_id": "acme", "subject": "mira"},
-        attribute="account_plan",
-        value="free",
-        valid_from="2026-01-01T00:00:00Z",
-    )
+    key = {"tenant_id": "acme", "subject": "mira", "valid_from": "2026-01-01T00:00:00Z"}
+    for attribute, value in (("home_city", "Berlin"), ("account_plan", "free")):
+        put(store, key, attribute=attribute, value=value)
     before = ledger_counts(store)
     text = "My city is Berlin. Actually, my plan is now pro. My sister's city is Rome."
     code, report = cli_json(capsys, *BASE, "--text", text)

@@ -26,3 +26,15 @@ def episode(text: str, **fields: Any) -> Episode:
         "text": text,
     }
     return Episode.model_validate(values | fields)
+
+
+# A proposed update as a model would send it for "my passport deadline is June 30, 2026".
+PASSPORT_UPDATE: dict[str, Any] = {
+    "evidence": "my passport deadline is June 30, 2026",
+    "subject": "I",
+    "attribute": "passport_deadline",
+    "current_value": None,
+    "change": "new",
+    "value": "2026-06-30",
+    "valid_from": None,
+}

@@ -11,22 +11,13 @@ import pytest
 from pipeline.extract.guards import GuardContext, guard_all, judge, normalise_text
 from schemas.extraction import MAX_UPDATES, Candidate, MemoryUpdate, Rejection, RejectReason
 from schemas.facts import Trust
-from tests.unit.extract_helpers import catalog, episode
+from tests.unit.extract_helpers import PASSPORT_UPDATE, catalog, episode
 
 TEXT = "Remember that my passport deadline is June 30, 2026. I moved to Berlin last week."
 
 
 def update(**fields: Any) -> MemoryUpdate:
-    values: dict[str, Any] = {
-        "evidence": "my passport deadline is June 30, 2026",
-        "subject": "I",
-        "attribute": "passport_deadline",
-        "current_value": None,
-        "change": "new",
-        "value": "2026-06-30",
-        "valid_from": None,
-    }
-    return MemoryUpdate.model_validate(values | fields)
+    return MemoryUpdate.model_validate(PASSPORT_UPDATE | fields)
 
 
 def context(text: str = TEXT, current: dict[str, list[Any]] | None = None) -> GuardContext:

@@ -17,22 +17,11 @@ from pipeline.extract import extract
 from pipeline.extract.llm import LlmClient
 from pipeline.extract.result import ExtractionResult
 from pipeline.settings import Settings
-from tests.unit.extract_helpers import catalog, episode
+from schemas.extraction import Usage
+from tests.unit.extract_helpers import PASSPORT_UPDATE, catalog, episode
 
 TEXT = "Remember that my passport deadline is June 30, 2026."
-GOOD = {
-    "updates": [
-        {
-            "evidence": "my passport deadline is June 30, 2026",
-            "subject": "I",
-            "attribute": "passport_deadline",
-            "current_value": None,
-            "change": "new",
-            "value": "2026-06-30",
-            "valid_from": None,
-        }
-    ]
-}
+GOOD = {"updates": [PASSPORT_UPDATE]}
 Reply = httpx2.Response | Exception
 
 
@@ -101,6 +90,11 @@ class Endpoint:
         return LlmClient(configured, transport=httpx2.MockTransport(self), sleep=self.sleeps.append)
 
 
+def spent(usage: Usage) -> tuple[int, int, int, int]:
+    """Requests, invalid answers, prompt and completion tokens."""
+    return usage.attempts, usage.invalid_answers, usage.prompt_tokens, usage.completion_tokens
+
+
 def run(endpoint: Endpoint, **settings: Any) -> ExtractionResult:
     llm = endpoint.client(**settings)
     return extract(episode(TEXT), catalog=catalog(), settings=llm.settings, llm=llm)
@@ -110,18 +104,8 @@ def test_the_happy_path_is_one_call() -> None:
     endpoint = Endpoint([completion(json.dumps(GOOD))])
     result = run(endpoint)
     assert [c.value for c in result.kept] == ["2026-06-30"]
+    assert spent(result.usage) == (1, 0, 100, 20)
     usage = result.usage
-    assert (
-        usage.attempts,
-        usage.invalid_answers,
-        usage.prompt_tokens,
-        usage.completion_tokens,
-    ) == (
-        1,
-        0,
-        100,
-        20,
-    )
     assert (usage.extractor, usage.model, usage.prompt_version) == (
         "llm:test-model",
         "test-model",
@@ -157,18 +141,7 @@ def test_a_timeout_then_success() -> None:
 def test_malformed_json_then_a_successful_reask() -> None:
     endpoint = Endpoint([completion('{"updates": [{"evidence": '), completion(json.dumps(GOOD))])
     result = run(endpoint)
-    usage = result.usage
-    assert (
-        usage.attempts,
-        usage.invalid_answers,
-        usage.prompt_tokens,
-        usage.completion_tokens,
-    ) == (
-        2,
-        1,
-        200,
-        40,
-    )
+    assert spent(result.usage) == (2, 1, 200, 40)
     assert len(result.kept) == 1
     reask = json.dumps(endpoint.requests[1]["messages"])
     assert len(endpoint.requests[1]["messages"]) > len(endpoint.requests[0]["messages"])
