@@ -132,6 +132,12 @@ class LlmClient:
     def close(self) -> None:
         self._transport.close()
 
+    def __enter__(self) -> LlmClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
 
 def failure(error: BaseException, attempts: int, usage: Usage) -> LlmFailure:
     """The typed error for what finally went wrong, decided by the innermost cause."""
@@ -160,5 +166,9 @@ def _spent(attempts: int, usage: Usage, last: str) -> dict[str, Any]:
 
 
 def _first_line(error: BaseException) -> str:
+    if isinstance(error, ValidationError) and error.errors():
+        first = error.errors()[0]  # where the answer broke, not just "1 validation error"
+        where = ".".join(str(part) for part in first["loc"])
+        return f"{where}: {first['msg']}"[:300]
     text = str(error).strip().splitlines()
     return (text[0] if text else "")[:300]

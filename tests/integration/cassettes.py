@@ -54,7 +54,9 @@ def cassette_path(request: pytest.FixtureRequest) -> Path:
 def cassette(request: pytest.FixtureRequest) -> Iterator[Any]:
     """Replay (or record) this test's cassette; fail on a missing one or an unplayed request."""
     path = cassette_path(request)
-    if not RECORDING and not path.exists():
+    if RECORDING:
+        path.unlink(missing_ok=True)  # vcrpy's "all" mode would append to the old recording
+    elif not path.exists():
         pytest.fail(f"no cassette {path}: run scripts/record-cassettes")
     with RECORDER.use_cassette(str(path), allow_playback_repeats=False) as played:
         yield played
