@@ -20,17 +20,19 @@ from pathlib import Path
 from typing import Any
 
 from extract_locomo import DEFAULT_LOCOMO, locomo_episodes, prompt_sizes, rules_run
-from extract_tokens import token_counter
+from extract_tokens import TEMPLATE_TOKENS, token_counter
 
 from pipeline.catalog.loader import load_catalog
 from pipeline.errors import LlmFailure
 from pipeline.extract import extract
+from pipeline.extract.guards import GuardContext, judge
 from pipeline.extract.llm import LlmClient
 from pipeline.extract.prompting import render_messages
 from pipeline.extract.result import ExtractionResult
 from pipeline.settings import Settings, load_settings
-from schemas.catalog import Catalog
+from schemas.catalog import Catalog, ValueType
 from schemas.episodes import Episode
+from schemas.extraction import MemoryUpdate, Rejection
 from schemas.fields import canonical_json
 
 DATA = Path(__file__).with_name("data") / "extract_eval.jsonl"
@@ -147,6 +149,42 @@ def evaluate(
     return report
 
 
+BAD_CLASSES = {
+    "evidence_not_quoted": {"evidence": "words the episode never said"},
+    "unknown_attribute": {"attribute": "favourite_colour"},
+    "bad_value": {"value": "not a value of any type but a string"},
+    "future_valid_from": {"valid_from": "2027-01-01"},
+    "foreign_subject": {"subject": "her brother"},
+}
+
+
+def guard_stress(cases: list[dict[str, Any]], catalog: Catalog) -> dict[str, str]:
+    """Each correct expected update, spoiled once per bad class the guards must refuse: how
+    many of each are refused, and with the right reason."""
+    refused: Counter[str] = Counter()
+    tried: Counter[str] = Counter()
+    for case in cases:
+        context = GuardContext(episode_of(case), catalog, case["current"])
+        for item in case["expected"]:
+            spec = catalog.attributes[item["attribute"]]
+            good = {
+                "evidence": case["text"],
+                "subject": "I",
+                "attribute": item["attribute"],
+                "current_value": None,
+                "change": "new",
+                "value": str(item["value"]),
+                "valid_from": None,
+            }
+            for reason, spoil in BAD_CLASSES.items():
+                if reason == "bad_value" and spec.type is ValueType.STRING:
+                    continue  # any text is a string
+                tried[reason] += 1
+                verdict = judge(MemoryUpdate.model_validate(good | spoil), context)
+                refused[reason] += isinstance(verdict, Rejection) and verdict.reason == reason
+    return {reason: f"{refused[reason]}/{tried[reason]}" for reason in BAD_CLASSES}
+
+
 def _spread(values: list[float]) -> dict[str, float]:
     if not values:
         return {}
@@ -169,6 +207,7 @@ def main() -> None:
         "--tokenize-url", help="llama.cpp server base URL: count with its tokenizer"
     )
     parser.add_argument("--skip-locomo", action="store_true")
+    parser.add_argument("--llm-limit", type=int, help="ask the endpoint about the first N only")
     args = parser.parse_args()
     catalog = load_catalog(None)
     cases = load_cases(args.data)
@@ -176,21 +215,23 @@ def main() -> None:
     offline = Settings(_env_file=None)  # type: ignore[call-arg]
     print(f"# {len(cases)} episodes ({len(english)} English)")
     print("## rules\n" + json.dumps(evaluate(english, catalog, offline, "rules", None), indent=2))
-    count, overhead, counter = token_counter(args.tokenize_url, catalog)
+    print("## guards: spoiled updates refused\n" + json.dumps(guard_stress(english, catalog)))
+    count, schema_tokens, counter = token_counter(args.tokenize_url, catalog)
     measured: list[int] = []
     if args.extractor == "llm":
         settings = load_settings()
         llm = LlmClient(settings)
-        report = evaluate(english, catalog, settings, "llm", llm)
+        report = evaluate(english[: args.llm_limit], catalog, settings, "llm", llm)
         print(f"## llm:{settings.llm_model} ({settings.llm_mode})\n" + json.dumps(report, indent=2))
         measured = [int(report["prompt_tokens"]["median"])] if report.get("prompt_tokens") else []
     counted = [
         sum(count(m["content"]) for m in render_messages(episode_of(c), catalog, c["current"]))
+        + TEMPLATE_TOKENS
         for c in english
     ]
     print(
         f"## prompt tokens on the eval set ({counter}): messages median "
-        f"{statistics.median(counted)}, + schema and template {overhead}"
+        f"{statistics.median(counted)} with the template; the schema adds {schema_tokens}"
     )
     if measured:
         print(f"   the endpoint's own prompt_tokens median: {measured[0]}")
@@ -199,7 +240,7 @@ def main() -> None:
         print(
             "## rules over LoCoMo\n" + json.dumps(rules_run(episodes, catalog, offline), indent=2)
         )
-        sizes = prompt_sizes(episodes, catalog, count, overhead)
+        sizes = prompt_sizes(episodes, catalog, count, schema_tokens)
         print(f"## prompt tokens over LoCoMo ({counter})\n" + json.dumps(sizes, indent=2))
 
 

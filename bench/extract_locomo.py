@@ -16,6 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from extract_tokens import TEMPLATE_TOKENS
+
 from pipeline.extract import extract, rules_for
 from pipeline.extract.prompting import render_messages
 from pipeline.settings import Settings
@@ -85,25 +87,27 @@ def rules_run(episodes: list[Episode], catalog: Catalog, settings: Settings) -> 
 
 
 def prompt_sizes(
-    episodes: list[Episode], catalog: Catalog, count: TokenCounter, overhead: int
+    episodes: list[Episode], catalog: Catalog, count: TokenCounter, schema_tokens: int
 ) -> dict[str, Any]:
-    """Prompt tokens per turn: the system message (the same for every turn, counted once),
-    the user message, and `overhead` for the chat template and the response schema."""
+    """Prompt tokens per turn: the system message (the same for every turn, counted once), the
+    user message and the chat template; and the same plus the response schema, for servers
+    that put tool definitions into the prompt."""
     system = None
     sizes = []
     for episode in episodes:
         messages = render_messages(episode, catalog, {})
         if system is None:
             system = count(messages[0]["content"])
-        sizes.append(system + count(messages[1]["content"]) + overhead)
+        sizes.append(system + count(messages[1]["content"]) + TEMPLATE_TOKENS)
     sizes.sort()
     return {
         "turns": len(sizes),
         "system_tokens": system,
-        "overhead_tokens": overhead,
         "median": statistics.median(sizes),
         "p90": sizes[int(0.9 * (len(sizes) - 1))],
         "max": sizes[-1],
+        "schema_tokens": schema_tokens,
+        "median_with_schema": statistics.median(sizes) + schema_tokens,
     }
 
 
@@ -120,8 +124,8 @@ def main() -> None:
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
     episodes = locomo_episodes(args.locomo)
     print(json.dumps(rules_run(episodes, catalog, settings), indent=2))
-    count, overhead, name = token_counter(args.tokenize_url, catalog)
-    print(name, json.dumps(prompt_sizes(episodes, catalog, count, overhead), indent=2))
+    count, schema_tokens, name = token_counter(args.tokenize_url, catalog)
+    print(name, json.dumps(prompt_sizes(episodes, catalog, count, schema_tokens), indent=2))
 
 
 if __name__ == "__main__":
