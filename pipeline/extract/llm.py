@@ -22,7 +22,13 @@ import openai
 from instructor.core.exceptions import IncompleteOutputException, InstructorRetryException
 from pydantic import BaseModel, ValidationError
 
-from pipeline.errors import LlmAnswerInvalid, LlmFailure, LlmRequestRejected, LlmUnavailable
+from pipeline.errors import (
+    InvalidInput,
+    LlmAnswerInvalid,
+    LlmFailure,
+    LlmRequestRejected,
+    LlmUnavailable,
+)
 from pipeline.extract.transport import RetryingTransport, is_retryable_status
 from pipeline.settings import Settings
 from schemas.extraction import Usage
@@ -70,7 +76,7 @@ class LlmClient:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         if settings.llm_base_url is None:
-            raise ValueError("no LLM endpoint is configured (SGAM_LLM_BASE_URL)")
+            raise InvalidInput("SGAM_LLM_BASE_URL", "is not set: no LLM endpoint is configured")
         self.settings = settings
         self.base_url = settings.llm_base_url
         self.model = settings.llm_model
