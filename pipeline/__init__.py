@@ -1,7 +1,8 @@
 """SGAM's public Python API: the same operations as the `sgam` command line.
 
 Names are imported on first use, so that `import pipeline` (and the command line's start-up)
-stays cheap; `__all__` lists everything public.
+stays cheap; `__all__` lists everything public. Extraction lives in its own namespace:
+`from pipeline.extract import extract` (`pipeline.extract` is the subpackage).
 """
 
 from __future__ import annotations
@@ -15,6 +16,10 @@ from pipeline.errors import (
     FactConflict,
     IdempotencyConflict,
     InvalidInput,
+    LlmAnswerInvalid,
+    LlmFailure,
+    LlmRequestRejected,
+    LlmUnavailable,
     NotFound,
     NotQuarantined,
     PermanentError,
@@ -30,6 +35,8 @@ if TYPE_CHECKING:
     from pipeline.catalog.check import CatalogProblem, check_catalog
     from pipeline.db.store import Store, open_store
     from pipeline.db.unit import Unit
+    from pipeline.extract.llm import LlmClient
+    from pipeline.extract.result import ExtractionResult
     from pipeline.ledger.expire import ExpireResult, expire, expire_key
     from pipeline.ledger.forget import ForgetResult, forget, forget_subject
     from pipeline.ledger.log import decision_log
@@ -47,6 +54,8 @@ _LAZY = {
     "Store": "pipeline.db.store",
     "open_store": "pipeline.db.store",
     "Unit": "pipeline.db.unit",
+    "LlmClient": "pipeline.extract.llm",
+    "ExtractionResult": "pipeline.extract.result",
     "ExpireResult": "pipeline.ledger.expire",
     "expire": "pipeline.ledger.expire",
     "expire_key": "pipeline.ledger.expire",
@@ -90,11 +99,17 @@ __all__ = [
     "ContextItem",
     "ContextQuery",
     "ExpireResult",
+    "ExtractionResult",
     "FactConflict",
     "FactQuery",
     "ForgetResult",
     "IdempotencyConflict",
     "InvalidInput",
+    "LlmAnswerInvalid",
+    "LlmClient",
+    "LlmFailure",
+    "LlmRequestRejected",
+    "LlmUnavailable",
     "NotFound",
     "NotQuarantined",
     "PermanentError",

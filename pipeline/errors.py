@@ -6,18 +6,31 @@ SgamError
 │   ├── InvalidInput            a field, setting or file is missing, malformed or out of range
 │   │   └── CatalogError        the memory-schema catalogue itself is invalid
 │   ├── NotFound                nothing matches (another tenant's data is reported the same way)
-│   └── ConflictError           the ledger's state forbids the change
-│       ├── FactConflict        same valid_from, different value, equal trust
-│       ├── TrustRejected       same valid_from, different value, lower trust
-│       ├── VersionConflict     expected_version does not match
-│       ├── IdempotencyConflict an idempotency key reused with a different payload
-│       └── NotQuarantined      only a quarantined fact can be promoted
+│   ├── ConflictError           the ledger's state forbids the change
+│   │   ├── FactConflict        same valid_from, different value, equal trust
+│   │   ├── TrustRejected       same valid_from, different value, lower trust
+│   │   ├── VersionConflict     expected_version does not match
+│   │   ├── IdempotencyConflict an idempotency key reused with a different payload
+│   │   └── NotQuarantined      only a quarantined fact can be promoted
+│   ├── LlmRequestRejected      the LLM endpoint refused the request (4xx: key, model, mode)
+│   └── LlmAnswerInvalid        every answer failed validation through the bounded re-asks
 └── RetryableError              transient; the same call may succeed later
     ├── StoreBusy               lock timeouts or deadlocks outlasted the bounded retries
-    └── StoreUnavailable        the database cannot be reached or opened
+    ├── StoreUnavailable        the database cannot be reached or opened
+    └── LlmUnavailable          the LLM endpoint failed (unreachable, timeout, 429, 5xx)
+                                through every transport retry or past the deadline
+
+The three Llm* errors share `LlmFailure`: `attempts` (requests sent), `usage` (tokens and
+latency spent, a `schemas.extraction.Usage`) and `last_error` (what the final attempt got) —
+never a bare provider exception.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from schemas.extraction import Usage
 
 
 class SgamError(Exception):
@@ -86,6 +99,24 @@ class NotQuarantined(ConflictError):
         self.fact_id = fact_id
 
 
+class LlmFailure(SgamError):
+    """An extraction through the LLM endpoint gave up; what it spent is kept."""
+
+    def __init__(self, message: str, *, attempts: int, usage: Usage, last_error: str) -> None:
+        super().__init__(f"{message} after {attempts} attempt(s): {last_error}")
+        self.attempts = attempts
+        self.usage = usage
+        self.last_error = last_error
+
+
+class LlmRequestRejected(LlmFailure, PermanentError):
+    """The endpoint refused the request itself (bad key, unknown model, unsupported mode)."""
+
+
+class LlmAnswerInvalid(LlmFailure, PermanentError):
+    """The model's answers failed validation on the first try and on every re-ask."""
+
+
 class RetryableError(SgamError):
     """Transient: the same call may succeed later."""
 
@@ -96,3 +127,7 @@ class StoreBusy(RetryableError):
 
 class StoreUnavailable(RetryableError):
     """The database could not be reached or opened."""
+
+
+class LlmUnavailable(LlmFailure, RetryableError):
+    """Unreachable, timed out, rate-limited or failing with 5xx through every retry."""

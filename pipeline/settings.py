@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -31,12 +31,47 @@ class Settings(BaseSettings):
     lock_timeout_ms: int = Field(default=10_000, gt=0, description="wait for a per-key lock")
     debug: bool = Field(default=False, description="print tracebacks of internal errors")
 
-    # The LLM endpoint used by extraction; any OpenAI-compatible server.
-    llm_base_url: str | None = None
-    llm_api_key: SecretStr = SecretStr("")
-    llm_model: str = "gpt-4o-mini"
+    # The LLM endpoint used by extraction; any OpenAI-compatible server (OpenAI, vLLM,
+    # Ollama, llama.cpp). Unset base URL: no LLM is configured and extraction uses the rules.
+    llm_base_url: str | None = Field(
+        default=None, description="e.g. https://api.openai.com/v1 or http://127.0.0.1:8080/v1"
+    )
+    llm_api_key: SecretStr = Field(default=SecretStr(""), description="sent as a bearer token")
+    llm_model: str = Field(default="gpt-4o-mini", min_length=1)
+    llm_timeout_s: float = Field(default=60.0, gt=0, le=3600, description="per HTTP request")
+    llm_mode: Literal["tools", "json_schema", "json", "md_json"] = Field(
+        default="tools",
+        description="how the answer's shape is enforced: tool calling, a JSON schema response "
+        "format, JSON mode, or JSON in a Markdown block for endpoints with none of those",
+    )
+    llm_max_attempts: int = Field(
+        default=4, ge=1, le=20, description="HTTP attempts per model call (429, 5xx, timeouts)"
+    )
+    llm_deadline_s: float = Field(
+        default=180.0, gt=0, le=86_400, description="no transport retry starts after this"
+    )
+    llm_max_reasks: int = Field(
+        default=2, ge=0, le=10, description="re-asks after an answer that fails validation"
+    )
+    llm_max_tokens: int = Field(default=1024, ge=16, le=32_768, description="per answer")
+    dates_day_first: bool = Field(
+        default=False, description="read 03/04/2026 as 3 April (else slash dates are not read)"
+    )
 
     redis_url: str = "redis://127.0.0.1:6379/0"
+
+    @field_validator("llm_base_url")
+    @classmethod
+    def _http_url(cls, url: str | None) -> str | None:
+        if url is None or not url.strip():
+            return None
+        if not url.startswith(("http://", "https://")):
+            raise ValueError("must be an http:// or https:// URL, e.g. http://127.0.0.1:8080/v1")
+        return url.rstrip("/")
+
+    @property
+    def llm_configured(self) -> bool:
+        return self.llm_base_url is not None
 
     @field_validator("database_url")
     @classmethod

@@ -96,6 +96,11 @@ class AttributeSpec(BaseModel):
     synonyms: list[str] = Field(default_factory=list)
     description: str = ""
     values: list[str] | None = Field(default=None, description="the allowed values of an enum")
+    other_subjects: bool = Field(
+        default=False,
+        description="extraction may attribute it to an entity the tenant already knows, not "
+        "only to the episode's subject",
+    )
 
     @model_validator(mode="after")
     def _enum_has_values(self) -> AttributeSpec:

@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from pipeline.cli import admin, facts, lifecycle
+from pipeline.cli import admin, extract, facts, lifecycle
 from pipeline.cli.errors import USAGE_ERROR, describe, exit_code, fail, internal
 from pipeline.errors import SgamError
 
@@ -38,6 +38,7 @@ for command in (
     admin.purge_vacuum,
     admin.catalog,
     admin.demo,
+    extract.extract,
 ):
     app.add_command(command)
 

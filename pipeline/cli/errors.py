@@ -7,7 +7,8 @@
 | 2    | invalid input, setting or file; nothing was written                      |
 | 3    | conflict with the ledger's state (refusal logged)                        |
 | 4    | internal error (a bug: the traceback with --debug or SGAM_DEBUG=1)       |
-| 5    | store busy or unreachable: safe to retry                                 |
+| 5    | store busy or unreachable, LLM endpoint unreachable: safe to retry       |
+| 6    | the model's answers failed validation through the bounded re-asks        |
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from pipeline.errors import (
     CatalogError,
     ConflictError,
     InvalidInput,
+    LlmAnswerInvalid,
+    LlmRequestRejected,
     NotFound,
     RetryableError,
     SgamError,
@@ -29,6 +32,8 @@ from pipeline.errors import (
 EXIT_CODES: list[tuple[type[BaseException], int]] = [
     (NotFound, 1),
     (InvalidInput, 2),
+    (LlmRequestRejected, 2),  # a key, model, URL or mode the endpoint refuses: a setting
+    (LlmAnswerInvalid, 6),
     (ConflictError, 3),
     (RetryableError, 5),
     (SgamError, 4),
@@ -37,7 +42,14 @@ INTERNAL_ERROR = 4
 USAGE_ERROR = 2
 
 # CLI spelling of the API's field names, so errors name the option the user typed.
-OPTION_NAMES = {"tenant_id": "--tenant", "agent_id": "--agent", "source_episode_id": "--source"}
+OPTION_NAMES = {
+    "tenant_id": "--tenant",
+    "agent_id": "--agent",
+    "source_episode_id": "--source",
+    "occurred_at": "--at",
+    "session_id": "--session",
+    "episode_id": "--episode",
+}
 
 
 def exit_code(error: BaseException) -> int:

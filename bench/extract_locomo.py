@@ -1,0 +1,132 @@
+"""LoCoMo turns as episodes: the rules extractor's yield and throughput, and the size of the
+extraction prompt on real chat traffic. The data is read where it lies (never copied here).
+
+Usable alone: `.venv/bin/python bench/extract_locomo.py [--locomo PATH] [--tokenize-url URL]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from extract_tokens import TEMPLATE_TOKENS
+
+from pipeline.extract import extract, rules_for
+from pipeline.extract.prompting import render_messages
+from pipeline.settings import Settings
+from schemas.catalog import Catalog
+from schemas.episodes import Episode
+
+DEFAULT_LOCOMO = (
+    Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
+)
+TokenCounter = Callable[[str], int]
+
+
+def locomo_episodes(path: Path) -> list[Episode]:
+    """Every turn as an episode about its speaker, at its session's time (LoCoMo gives no
+    zone: read as UTC)."""
+    episodes = []
+    for conversation in json.loads(path.read_text(encoding="utf-8")):
+        turns = conversation["conversation"]
+        sessions = sorted(
+            (int(key.removeprefix("session_")), value)
+            for key, value in turns.items()
+            if key.startswith("session_") and isinstance(value, list)
+        )
+        for number, session in sessions:
+            at = datetime.strptime(turns[f"session_{number}_date_time"], "%I:%M %p on %d %B, %Y")
+            for turn in session:
+                speaker = turn["speaker"]
+                episodes.append(
+                    Episode(
+                        episode_id=f"{conversation['sample_id']}:{turn['dia_id']}",
+                        tenant_id="locomo",
+                        subject=speaker.casefold(),
+                        subject_names=[speaker],
+                        session_id=f"{conversation['sample_id']}:{number}",
+                        occurred_at=at.replace(tzinfo=UTC),
+                        text=turn["text"] or " ",
+                    )
+                )
+    return episodes
+
+
+def rules_run(episodes: list[Episode], catalog: Catalog, settings: Settings) -> dict[str, Any]:
+    """Candidates the rules extractor yields over every turn, and turns per second (one core,
+    best of three passes; compiling the rules is not timed)."""
+    rules_for(catalog, settings.dates_day_first)
+    timings = []
+    kept: Counter[str] = Counter()
+    rejected: Counter[str] = Counter()
+    for _ in range(3):
+        kept.clear()
+        rejected.clear()
+        started = time.perf_counter()
+        for episode in episodes:
+            result = extract(episode, catalog=catalog, settings=settings, extractor="rules")
+            kept.update(candidate.attribute for candidate in result.kept)
+            rejected.update(rejection.reason.value for rejection in result.rejected)
+        timings.append(time.perf_counter() - started)
+    best = min(timings)
+    return {
+        "turns": len(episodes),
+        "kept": sum(kept.values()),
+        "kept_by_attribute": dict(kept.most_common()),
+        "rejected_by_reason": dict(rejected.most_common()),
+        "seconds": round(best, 3),
+        "turns_per_s": round(len(episodes) / best),
+    }
+
+
+def prompt_sizes(
+    episodes: list[Episode], catalog: Catalog, count: TokenCounter, schema_tokens: int
+) -> dict[str, Any]:
+    """Prompt tokens per turn: the system message (the same for every turn, counted once), the
+    user message and the chat template; and the same plus the response schema, for servers
+    that put tool definitions into the prompt."""
+    system = None
+    sizes = []
+    for episode in episodes:
+        messages = render_messages(episode, catalog, {})
+        if system is None:
+            system = count(messages[0]["content"])
+        sizes.append(system + count(messages[1]["content"]) + TEMPLATE_TOKENS)
+    sizes.sort()
+    return {
+        "turns": len(sizes),
+        "system_tokens": system,
+        "median": statistics.median(sizes),
+        "p90": sizes[int(0.9 * (len(sizes) - 1))],
+        "max": sizes[-1],
+        "schema_tokens": schema_tokens,
+        "median_with_schema": statistics.median(sizes) + schema_tokens,
+    }
+
+
+def main() -> None:
+    from extract_tokens import token_counter
+
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--locomo", type=Path, default=DEFAULT_LOCOMO)
+    parser.add_argument("--tokenize-url", help="llama.cpp server base URL for exact counts")
+    args = parser.parse_args()
+    from pipeline.catalog.loader import load_catalog
+
+    catalog = load_catalog(None)
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    episodes = locomo_episodes(args.locomo)
+    print(json.dumps(rules_run(episodes, catalog, settings), indent=2))
+    count, schema_tokens, name = token_counter(args.tokenize_url, catalog)
+    print(name, json.dumps(prompt_sizes(episodes, catalog, count, schema_tokens), indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""The extraction prompt for one episode: which catalogue entries and stored values it shows.
+
+The catalogue section is the same for every episode of a catalogue version (a cacheable
+prefix); of the subject's stored values only those of attributes the episode names are shown,
+so the prompt stays small however much the ledger holds.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from typing import Any
+
+import prompts
+from pipeline.extract.guards import CurrentValues
+from schemas.catalog import Catalog
+from schemas.episodes import Episode
+from schemas.extraction import MAX_UPDATES
+from schemas.facts import Cardinality
+
+PROMPT_NAME = "extract/v1"
+MAX_SHOWN_VALUES = 8
+
+
+def render_messages(
+    episode: Episode, catalog: Catalog, current: CurrentValues
+) -> list[dict[str, str]]:
+    """The chat messages that ask the model for `Extraction` of `episode`."""
+    return prompts.load(PROMPT_NAME).render(
+        max_updates=MAX_UPDATES,
+        attributes=_attributes(catalog),
+        subject=episode.subject,
+        subject_names=episode.subject_names,
+        current=shown_values(episode.text, catalog, current),
+        source=episode.source.value,
+        occurred_at=episode.occurred_at.isoformat(),
+        weekday=episode.occurred_at.strftime("%A"),
+        text=episode.text,
+    )
+
+
+def shown_values(text: str, catalog: Catalog, current: CurrentValues) -> list[dict[str, str]]:
+    """Stored values of catalogued attributes whose name or a synonym occurs in `text`."""
+    folded = text.casefold()
+    shown = []
+    for attribute, values in current.items():
+        if attribute not in catalog.attributes or not values:
+            continue
+        if not _mentions(catalog, attribute).search(folded):
+            continue
+        spec = catalog.attributes[attribute]
+        value: Any = values[0] if spec.cardinality is Cardinality.ONE else list(values)
+        shown.append({"attribute": attribute, "value": _text(value)})
+        if len(shown) == MAX_SHOWN_VALUES:
+            break
+    return shown
+
+
+def _attributes(catalog: Catalog) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": name,
+            "type": spec.type.value,
+            "allowed": spec.values,
+            "many": spec.cardinality is Cardinality.MANY,
+            "description": spec.description,
+            "synonyms": _new_words(spec.synonyms, name, spec.values or []),
+        }
+        for name, spec in catalog.attributes.items()
+    ]
+
+
+def _new_words(synonyms: list[str], name: str, values: list[str]) -> list[str]:
+    """Synonyms the line does not already show as the name or a value: fewer tokens."""
+    shown = {*name.split("_"), *(value.casefold() for value in values)}
+    return [synonym for synonym in synonyms if synonym.casefold() not in shown]
+
+
+@lru_cache(maxsize=1024)
+def _mentions_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile(r"\b(?:" + "|".join(re.escape(name.casefold()) for name in names) + r")\b")
+
+
+def _mentions(catalog: Catalog, attribute: str) -> re.Pattern[str]:
+    return _mentions_pattern(tuple([attribute, *catalog.synonyms(attribute)]))
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)

@@ -1,0 +1,279 @@
+"""The rules extractor: explicit statements about the episode's subject, without a model.
+
+It reads a few statement forms whose attribute the catalogue names (the attribute's name with
+`_` as a space, or one of its synonyms), and would rather miss a fact than invent one:
+
+- `my X is Y`, `my X is now Y`, `remember that my X is Y`, `actually, my X is Y`
+- `my X changed to Y`, `my X has been updated to Y` (a change)
+- `X: Y` on a line of its own (X the attribute name or a synonym of two words or more)
+- `no, it's Y`, `actually it's Y`: a correction of the attribute named earlier in the episode
+- `I prefer Y`, `please always answer Y`: an enum attribute whose value Y names
+- a date clause anywhere in the sentence — `on DATE`, `from DATE`, `since DATE`, `as of DATE`
+  — sets valid_from (dates as `pipeline.extract.dates` reads them)
+
+Questions, negations, hypotheticals, reported speech, hedges and jokes yield nothing. A string
+value in the `my X is Y` form must start with a capital letter or a digit (a name, an address,
+an id), so "my job is stressful" is not an employer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from pipeline.extract.dates import DATE_EXPRESSION, resolve_date
+from pipeline.extract.guards import CurrentValues
+from schemas.catalog import AttributeSpec, Catalog, ValueType
+from schemas.episodes import Episode
+from schemas.extraction import MemoryUpdate
+from schemas.facts import Cardinality
+from schemas.fields import canonical_json
+
+_FLAGS = re.IGNORECASE
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|[;\n]+|,?\s+(?:and|but|also|plus)\s+(?=my\b)|,\s+(?=my\b)")
+# Hypotheticals, reported speech, hedges and jokes anywhere in the sentence: nothing is stated.
+_HEDGES = re.compile(
+    r"\b(?:if|were|would|could|should|might|suppose|supposing|imagine|assuming|assume|wish|"
+    r"hypothetically|pretend|unless|whether|when|whenever|once|until|what|maybe|perhaps|"
+    r"probably|possibly|think|thought|guess|hope|doubt|wonder|says|said|say|claims|claimed|"
+    r"heard|believes?|jk|lol|haha|kidding)\b",
+    _FLAGS,
+)
+# A negation before the value denies it ("my city is not Paris"); one after it contrasts
+# ("my city is Lyon, not Paris") and is cut off with the rest of the clause.
+_NEGATION = re.compile(r"\b(?:not|never|no longer)\b|n't\b", _FLAGS)
+_QUESTION = re.compile(
+    r"^\W*(?:is|are|was|do|does|did|can|could|would|will|what|when|where|which|who|how|why|"
+    r"should|shall|have|has)\b",
+    _FLAGS,
+)
+_DATE_CLAUSE = re.compile(
+    r"\s*,?\s*\b(?:on|from|since|as of|starting|effective)\s+(?P<date>"
+    + DATE_EXPRESSION
+    + r")\b,?",
+    _FLAGS,
+)
+_BARE_DAY = re.compile(r"\s+(?P<date>yesterday|today)\b", _FLAGS)
+_VALUE_END = re.compile(
+    r",\s+(?:but|and|so|because|which|not|though|thanks|thank|please|right|ok|okay|as|if|when|"
+    r"i|i'm|we|it|it's|that)\b|\s+(?:but|because|though|although|which|so that)\s|\s[-–—]\s|"
+    r"\s\(|\s+(?:now|from now on|anymore|as well|too|please|thanks)[\s.!]*$",
+    _FLAGS,
+)
+_ANY_DATE = re.compile(DATE_EXPRESSION, _FLAGS)
+_DATELESS = {ValueType.ENUM, ValueType.NUMBER, ValueType.BOOLEAN}
+_LEADING_FILLER = re.compile(r"^(?:now|still|actually|officially)\s+", _FLAGS)
+_NUMBER = re.compile(r"^[$€£]?\s?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w.])")
+_BOOLEAN = re.compile(r"^(yes|no|true|false|on|off)\b", _FLAGS)
+_ISO_INSTANT = re.compile(
+    r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2})"
+)
+_CORRECTION = re.compile(
+    r"^\W*(?:no|nope|actually|sorry|correction|wait|i mean)\b[\s,!.:-]*"
+    r"(?:it'?s|it is|make (?:that|it))\s+(?P<rest>.+)$",
+    _FLAGS,
+)
+_PREFERENCE = re.compile(
+    r"\b(?:i(?:\s+would|'d|\s+do|\s+really)?\s+prefer|please\s+(?:always\s+)?"
+    r"(?:answer|reply|respond|write|contact|reach|send|export)|always\s+(?:answer|reply|respond))"
+    r"\b(?P<rest>.*)$",
+    _FLAGS,
+)
+
+
+@dataclass(frozen=True)
+class _Found:
+    attribute: str
+    evidence: str
+    value: str
+    valid_from: str | None
+
+
+class RulesExtractor:
+    """Compiled rules for one catalogue; build once and reuse (compiling costs more than a turn)."""
+
+    def __init__(self, catalog: Catalog, *, day_first: bool = False) -> None:
+        self.catalog = catalog
+        self.day_first = day_first
+        self._by_phrase: dict[str, str] = {}
+        ambiguous: set[str] = set()
+        for name in catalog.attributes:
+            for phrase in {name, *catalog.synonyms(name)}:
+                key = phrase.casefold()
+                if self._by_phrase.get(key, name) != name:
+                    ambiguous.add(key)
+                self._by_phrase[key] = name
+        for key in ambiguous:
+            del self._by_phrase[key]
+        phrases = "|".join(
+            re.escape(phrase).replace(r"\ ", r"\s+")
+            for phrase in sorted(self._by_phrase, key=len, reverse=True)
+        )
+        self._statement = re.compile(
+            rf"\bmy\s+(?P<attr>{phrases})\s+(?:(?P<change>(?:has\s+|have\s+)?(?:been\s+|was\s+|is\s+)?"
+            r"(?:changed|updated|switched|moved)\s+to)|is|'s|are|=)\s+(?P<rest>.+)$",
+            _FLAGS,
+        )
+        labels = [p for p in self._by_phrase if " " in p or "_" in p or p in catalog.attributes]
+        self._label = re.compile(
+            r"^\s*(?P<attr>"
+            + "|".join(re.escape(p) for p in sorted(labels, key=len, reverse=True))
+            + r")\s*:\s*(?P<rest>\S.*?)\s*$",
+            _FLAGS,
+        )
+        self._trigger = re.compile(
+            rf"\bmy\s+(?:{phrases})\b|:|prefer|\balways\b|\bplease\b|^\W*(?:no|nope|actually|sorry|"
+            r"correction|wait|i mean)\b",
+            _FLAGS | re.MULTILINE,
+        )
+        # Preferences name a value of a preference-kind enum ("I prefer email"); an account
+        # plan or a task status is never inferred from "I'd prefer to be free".
+        self._preference_words: dict[str, set[tuple[str, str]]] = {}
+        for name, spec in catalog.attributes.items():
+            if spec.type is ValueType.ENUM and spec.kind == "preference":
+                for value in spec.values or []:
+                    for word in _word_forms(value):
+                        self._preference_words.setdefault(word, set()).add((name, value))
+
+    def propose(self, episode: Episode, current: CurrentValues) -> list[MemoryUpdate]:
+        """Every update the covered forms state, before the guards."""
+        if not self._trigger.search(episode.text):
+            return []
+        # A later statement about a single-valued attribute corrects an earlier one in the
+        # same episode ("my city is Paris. No, it's Lyon.").
+        latest: dict[tuple[str, str], _Found] = {}
+        for found in self._find(episode):
+            many = self.catalog.attributes[found.attribute].cardinality is Cardinality.MANY
+            latest[(found.attribute, found.value if many else "")] = found
+        return [self._update(episode, current, found) for found in latest.values()]
+
+    def _find(self, episode: Episode) -> Iterator[_Found]:
+        last_attribute: str | None = None
+        for clause in _SENTENCE.split(episode.text):
+            sentence = clause.strip()
+            if not sentence or sentence.endswith("?") or _QUESTION.match(sentence):
+                continue
+            found = self._read(sentence, last_attribute, episode)
+            if found is not None:
+                last_attribute = found.attribute
+                yield found
+
+    def _read(self, sentence: str, last: str | None, episode: Episode) -> _Found | None:
+        label = self._label.match(sentence)
+        if label is not None:
+            attribute = self._by_phrase[_phrase(label["attr"])]
+            return self._found(attribute, label["rest"], sentence, None, episode, strict=False)
+        if _HEDGES.search(sentence):
+            return None
+        valid_from = None
+        date_clause = _DATE_CLAUSE.search(sentence)
+        text = sentence
+        if date_clause is None:  # "my plan changed to pro yesterday"
+            date_clause = _BARE_DAY.search(sentence)
+        if date_clause is not None:
+            valid_from = self._iso_date(date_clause["date"], episode)
+            text = sentence[: date_clause.start()] + sentence[date_clause.end() :]
+        statement = self._statement.search(text)
+        if statement is not None:
+            if _NEGATION.search(text[: statement.start("rest")]) or _NEGATION.match(
+                statement["rest"]
+            ):
+                return None
+            attribute = self._by_phrase[_phrase(statement["attr"])]
+            return self._found(attribute, statement["rest"], sentence, valid_from, episode)
+        if _NEGATION.search(text):
+            return None
+        correction = _CORRECTION.match(text)
+        if correction is not None and last is not None:
+            return self._found(last, correction["rest"], sentence, valid_from, episode)
+        preference = _PREFERENCE.search(text)
+        if preference is not None:
+            words = _words(preference["rest"])
+            named = {pair for word in words for pair in self._preference_words.get(word, ())}
+            if len(named) == 1:
+                attribute, value = named.pop()
+                return _Found(attribute, sentence, value, valid_from)
+        return None
+
+    def _found(
+        self,
+        attribute: str,
+        rest: str,
+        sentence: str,
+        valid_from: str | None,
+        episode: Episode,
+        *,
+        strict: bool = True,
+    ) -> _Found | None:
+        value = self._value(rest, self.catalog.attributes[attribute], episode, strict=strict)
+        return _Found(attribute, sentence, value, valid_from) if value else None
+
+    def _value(self, rest: str, spec: AttributeSpec, episode: Episode, *, strict: bool) -> str:
+        """The value at the start of `rest` in the attribute's type, or '' when unreadable."""
+        end = _VALUE_END.search(rest)
+        text = _LEADING_FILLER.sub("", rest[: end.start()] if end else rest).strip(" .!,\"'")
+        if spec.type in _DATELESS and _ANY_DATE.search(text):
+            return ""  # a date we could not place: when does it hold? Better to miss it.
+        if spec.type is ValueType.DATE:
+            match = re.match(DATE_EXPRESSION, text, _FLAGS)
+            return (self._iso_date(match.group(0), episode) or "") if match else ""
+        if spec.type is ValueType.DATETIME:
+            match = _ISO_INSTANT.match(text)
+            return match.group(0) if match else ""
+        if spec.type is ValueType.NUMBER:
+            match = _NUMBER.match(text)
+            return (match.group(1).replace(",", "") + (match.group(2) or "")) if match else ""
+        if spec.type is ValueType.BOOLEAN:
+            match = _BOOLEAN.match(text)
+            return match.group(1).lower() if match else ""
+        if spec.type is ValueType.ENUM:
+            values = {v for word in _words(text) for v in [self._enum_value(spec, word)] if v}
+            return values.pop() if len(values) == 1 else ""
+        if spec.type is ValueType.STRING:
+            if strict and not (text[:1].isupper() or text[:1].isdigit()):
+                return ""
+            return text if 0 < len(text) <= 200 else ""
+        return ""  # json values need a model
+
+    def _enum_value(self, spec: AttributeSpec, word: str) -> str:
+        for value in spec.values or []:
+            if word in _word_forms(value):
+                return value
+        return ""
+
+    def _iso_date(self, expression: str, episode: Episode) -> str | None:
+        day = resolve_date(expression, episode.occurred_at, day_first=self.day_first)
+        return day.isoformat() if day else None
+
+    def _update(self, episode: Episode, current: CurrentValues, found: _Found) -> MemoryUpdate:
+        stored = list(current.get(found.attribute, ()))
+        spec = self.catalog.attributes[found.attribute]
+        try:
+            same = canonical_json(spec.normalise(found.value)) in map(canonical_json, stored)
+        except ValueError:
+            same = False
+        shown = stored[0] if len(stored) == 1 else (stored or None)
+        return MemoryUpdate(
+            evidence=found.evidence,
+            subject=episode.subject,
+            attribute=found.attribute,
+            current_value=None if shown is None else canonical_json(shown).strip('"'),
+            change="no_change" if same else ("update" if stored else "new"),
+            value=found.value,
+            valid_from=found.valid_from,
+        )
+
+
+def _phrase(text: str) -> str:
+    return re.sub(r"\s+", " ", text).casefold()
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[\w-]+", text.casefold())
+
+
+def _word_forms(value: str) -> set[str]:
+    """How a sentence may name an enum value: 'concise', 'concisely'; 'detailed', 'detail'."""
+    word = value.casefold()
+    return {word, word + "ly", word.removesuffix("ed")} - {""}

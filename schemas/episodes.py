@@ -1,0 +1,56 @@
+"""Episodes: what extraction reads. Everything the application decides about provenance —
+tenant, scope, source, trust — comes from here, never from a model's answer."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated
+
+from pydantic import AfterValidator, AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field
+
+from schemas.facts import Trust
+from schemas.fields import Identifier, Text, to_utc
+
+MAX_EPISODE_CHARS = 20_000
+
+
+class SourceKind(StrEnum):
+    MESSAGE = "message"
+    TOOL_RESULT = "tool_result"
+    BUSINESS_EVENT = "business_event"
+
+
+def _aware(value: object) -> object:
+    # Validates like every other timestamp (naive refused, range checked) but keeps the
+    # episode's own offset: "tomorrow" is resolved on the speaker's calendar, not on UTC's.
+    to_utc(value)
+    return value
+
+
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise ValueError("must not be empty")
+    return text
+
+
+class Episode(BaseModel):
+    """One message, tool result or business event about `subject`, as it was received."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    episode_id: Identifier
+    tenant_id: Identifier
+    agent_id: Identifier = "default"
+    purpose: Identifier = "default"
+    subject: Identifier = Field(description="the user or entity the episode is about")
+    subject_names: list[Identifier] = Field(
+        default_factory=list,
+        description="how the text may name the subject besides its id, e.g. a display name",
+    )
+    session_id: Identifier | None = None
+    source: SourceKind = SourceKind.MESSAGE
+    occurred_at: Annotated[AwareDatetime, BeforeValidator(_aware)]
+    text: Annotated[Text, AfterValidator(_not_blank)] = Field(max_length=MAX_EPISODE_CHARS)
+    trust: Trust = Field(
+        default=Trust.VERIFIED, description="how far the caller vouches for this source"
+    )

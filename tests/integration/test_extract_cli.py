@@ -1,0 +1,164 @@
+"""`sgam extract` on a real store: it reads what holds now, shows what would be kept and
+rejected and why, and writes nothing — not a fact, not an event, not even a new database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline.db.store import Store
+from tests.integration.ledger_helpers import cli, cli_json, ledger_counts, put
+
+AT = "2026-06-03T10:00:00Z"
+BASE = ("extract", "--tenant", "acme", "--subject", "mira", "--at", AT)
+
+
+def test_json_report_with_stored_values(
+    capsys: pytest.CaptureFixture[str], store: Store, cli_env: Any
+) -> None:
+    key = {"tenant_id": "acme", "subject": "mira", "valid_from": "2026-01-01T00:00:00Z"}
+    for attribute, value in (("home_city", "Berlin"), ("account_plan", "free")):
+        put(store, key, attribute=attribute, value=value)
+    before = ledger_counts(store)
+    text = "My city is Berlin. Actually, my plan is now pro. My sister's city is Rome."
+    code, report = cli_json(capsys, *BASE, "--text", text)
+    assert code == 0
+    assert ledger_counts(store) == before
+    assert set(report) == {"extractor", "prompt_version", "kept", "rejected", "usage"}
+    assert (report["extractor"], report["prompt_version"]) == ("rules", None)
+    (kept,) = report["kept"]
+    assert kept["attribute"] == "account_plan"
+    assert (kept["value"], kept["current_value"], kept["change"]) == ("pro", "free", "update")
+    assert kept["valid_from"] == AT
+    assert kept["evidence"] == "my plan is now pro."
+    (rejected,) = report["rejected"]
+    assert (rejected["update"]["attribute"], rejected["reason"]) == ("home_city", "restatement")
+    assert rejected["message"]
+    assert set(report["usage"]) >= {"prompt_tokens", "completion_tokens", "attempts", "latency_ms"}
+
+
+def test_nothing_kept_is_still_exit_0(
+    capsys: pytest.CaptureFixture[str], store: Store, cli_env: Any
+) -> None:
+    code, report = cli_json(capsys, *BASE, "--text", "Is my plan pro?")
+    assert code == 0
+    assert (report["kept"], report["rejected"]) == ([], [])
+
+
+def test_human_table_for_a_terminal() -> None:
+    from pipeline.cli.extract import table
+    from pipeline.extract import extract
+    from pipeline.settings import Settings
+    from tests.unit.extract_helpers import catalog, episode
+
+    text = "My passport deadline is next Friday. My city is Rome."
+    result = extract(
+        episode(text),
+        catalog=catalog(),
+        settings=Settings(_env_file=None),  # type: ignore[call-arg]
+        current={"home_city": ["Rome"]},
+        extractor="rules",
+    )
+    lines = table(result).splitlines()
+    assert lines[0].startswith("extractor rules: 1 kept, 1 rejected, 0 request(s)")
+    assert lines[1].startswith(
+        'kept      passport_deadline = "2026-06-05" from 2026-06-03T10:00:00Z'
+    )
+    assert lines[2].startswith('rejected  home_city = "Rome"  restatement: ')
+
+
+def test_text_from_stdin(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    store: Store,
+    cli_env: Any,
+) -> None:
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"account_plan: enterprise")))
+    code, report = cli_json(capsys, *BASE, "--text", "-")
+    assert code == 0
+    assert [k["value"] for k in report["kept"]] == ["enterprise"]
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (("--at", "2026-06-03T10:00:00"), "--at"),
+        (("--at", "yesterday"), "--at"),
+        (("--text", ""), "--text"),
+        (("--text", "   "), "--text"),
+        (("--source", "email"), "--source"),
+        (("--extractor", "magic"), "--extractor"),
+        (("--session", " padded "), "--session"),
+        (("--tenant", ""), "--tenant"),
+    ],
+)
+def test_invalid_input_is_exit_2_naming_the_option(
+    capsys: pytest.CaptureFixture[str],
+    store: Store,
+    cli_env: Any,
+    args: tuple[str, ...],
+    option: str,
+) -> None:
+    fields = {"--text": "my plan is pro", "--at": AT} | dict(
+        zip(args[::2], args[1::2], strict=True)
+    )
+    argv = ["extract", "--tenant", fields.pop("--tenant", "acme"), "--subject", "mira"]
+    for name, value in fields.items():
+        argv += [name, value]
+    before = ledger_counts(store)
+    code, _, err = cli(capsys, *argv)
+    assert code == 2
+    assert err.startswith(f"sgam: {option}")
+    assert ledger_counts(store) == before
+
+
+def test_llm_without_an_endpoint_is_exit_2(
+    capsys: pytest.CaptureFixture[str], store: Store, cli_env: Any
+) -> None:
+    code, _, err = cli(capsys, *BASE, "--text", "my plan is pro", "--extractor", "llm")
+    assert code == 2
+    assert err.startswith("sgam: SGAM_LLM_BASE_URL")
+
+
+def test_an_unreachable_endpoint_is_exit_5(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    store: Store,
+    cli_env: Any,
+) -> None:
+    monkeypatch.setenv("SGAM_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("SGAM_LLM_MAX_ATTEMPTS", "1")
+    code, _, err = cli(capsys, *BASE, "--text", "my plan is pro")
+    assert code == 5
+    assert err.startswith("sgam: LlmUnavailable: the endpoint is unreachable after 1 attempt(s)")
+
+
+@pytest.mark.parametrize("setting", ["SGAM_LLM_TIMEOUT_S=-1", "SGAM_LLM_MODE=xml"])
+def test_a_bad_llm_setting_is_exit_2_naming_it(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    store: Store,
+    cli_env: Any,
+    setting: str,
+) -> None:
+    name, value = setting.split("=")
+    monkeypatch.setenv(name, value)
+    code, _, err = cli(capsys, *BASE, "--text", "my plan is pro")
+    assert code == 2
+    assert err.startswith(f"sgam: {name}")
+
+
+def test_a_missing_sqlite_file_is_not_created(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    missing = tmp_path / "never.sqlite3"
+    monkeypatch.setenv("SGAM_DATABASE_URL", f"sqlite:///{missing}")
+    code, report = cli_json(capsys, *BASE, "--text", "my plan is pro")
+    assert code == 0
+    assert [k["value"] for k in report["kept"]] == ["pro"]
+    assert not missing.exists()
