@@ -4,14 +4,16 @@ command line maps classes to exit codes in one table (`pipeline.cli.errors`).
 SgamError
 ├── PermanentError              retrying the same call cannot help
 │   ├── InvalidInput            a field, setting or file is missing, malformed or out of range
-│   │   └── CatalogError        the memory-schema catalogue itself is invalid
+│   │   ├── CatalogError        the memory-schema catalogue itself is invalid
+│   │   └── InvalidLines        lines of a JSON Lines input are invalid (each named)
 │   ├── NotFound                nothing matches (another tenant's data is reported the same way)
 │   ├── ConflictError           the ledger's state forbids the change
 │   │   ├── FactConflict        same valid_from, different value, equal trust
 │   │   ├── TrustRejected       same valid_from, different value, lower trust
 │   │   ├── VersionConflict     expected_version does not match
 │   │   ├── IdempotencyConflict an idempotency key reused with a different payload
-│   │   └── NotQuarantined      only a quarantined fact can be promoted
+│   │   ├── NotQuarantined      only a quarantined fact can be promoted
+│   │   └── NotBuffered         only a buffered candidate can be confirmed or rejected
 │   ├── LlmRequestRejected      the LLM endpoint refused the request (4xx: key, model, mode)
 │   └── LlmAnswerInvalid        every answer failed validation through the bounded re-asks
 └── RetryableError              transient; the same call may succeed later
@@ -56,6 +58,16 @@ class CatalogError(InvalidInput):
     def __init__(self, location: str, problem: str) -> None:
         super().__init__(location, problem)
         self.location = location
+
+
+class InvalidLines(InvalidInput):
+    """Lines of a JSON Lines input (episodes, fact commands) that are invalid; `lines` holds
+    (line number, field, problem) for every one of them."""
+
+    def __init__(self, lines: list[tuple[int, str, str]]) -> None:
+        first_line, field, problem = lines[0]
+        super().__init__(f"line {first_line}: {field}", problem)
+        self.lines = lines
 
 
 class NotFound(PermanentError):
@@ -115,6 +127,14 @@ class LlmRequestRejected(LlmFailure, PermanentError):
 
 class LlmAnswerInvalid(LlmFailure, PermanentError):
     """The model's answers failed validation on the first try and on every re-ask."""
+
+
+class NotBuffered(ConflictError):
+    """Only a candidate still in the recurrence buffer can be confirmed or rejected."""
+
+    def __init__(self, message: str, *, candidate_id: str) -> None:
+        super().__init__(message)
+        self.candidate_id = candidate_id
 
 
 class RetryableError(SgamError):

@@ -58,7 +58,50 @@ class Settings(BaseSettings):
         default=False, description="read 03/04/2026 as 3 April (else slash dates are not read)"
     )
 
-    redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_url: str = Field(
+        default="redis://127.0.0.1:6379/0", description="Redis for the HTTP service's rate limits"
+    )
+
+    # The pipeline: intake, workers, the recurrence buffer, the hot path, consolidation.
+    broker_url: str | None = Field(
+        default=None,
+        description="Celery broker (redis://...); unset: inline mode, episodes are processed "
+        "in the process that ingests them",
+    )
+    ingest_chunk: int = Field(
+        default=1000, ge=1, le=100_000, description="episodes per intake transaction"
+    )
+    worker_batch: int = Field(default=32, ge=1, le=1000, description="episodes per worker task")
+    episode_lease_s: int = Field(
+        default=300,
+        ge=10,
+        description="how long a worker may hold an episode before the sweeper gives it to another",
+    )
+    episode_max_attempts: int = Field(default=3, ge=1, le=100, description="then `failed`")
+    episode_max_redrives: int = Field(
+        default=3, ge=0, le=100, description="times consolidation re-drives a failed episode"
+    )
+    sweep_interval_s: int = Field(default=60, ge=1, description="how often beat sweeps")
+    sweep_grace_s: int = Field(
+        default=60, ge=1, description="a pending episode older than this is queued again"
+    )
+    hot_path_deadline_ms: int = Field(
+        default=2000, ge=50, description="the hot path defers to the workers after this"
+    )
+    weak_confidence: float = Field(
+        default=0.7, ge=0, le=1, description="a candidate below this confidence is buffered"
+    )
+    weak_support: int = Field(default=2, ge=2, description="sessions that promote a weak signal")
+    weak_window_days: int = Field(default=30, ge=1, le=36500)
+    buffer_window_days: int = Field(
+        default=30, ge=1, le=36500, description="how long a candidate waits for confirmation"
+    )
+    consolidate_cron: str = Field(
+        default="0 3 * * *", description="when beat runs consolidation (UTC, crontab syntax)"
+    )
+    task_time_limit_s: int = Field(
+        default=300, ge=10, description="a worker task is killed after this"
+    )
 
     @field_validator("llm_base_url")
     @classmethod

@@ -33,6 +33,11 @@ def _not_blank(text: str) -> str:
     return text
 
 
+# An episode's instant, validated like every timestamp but with the sender's offset kept.
+EpisodeTime = Annotated[AwareDatetime, BeforeValidator(_aware)]
+EpisodeText = Annotated[Text, AfterValidator(_not_blank), Field(max_length=MAX_EPISODE_CHARS)]
+
+
 class Episode(BaseModel):
     """One message, tool result or business event about `subject`, as it was received."""
 
@@ -49,8 +54,8 @@ class Episode(BaseModel):
     )
     session_id: Identifier | None = None
     source: SourceKind = SourceKind.MESSAGE
-    occurred_at: Annotated[AwareDatetime, BeforeValidator(_aware)]
-    text: Annotated[Text, AfterValidator(_not_blank)] = Field(max_length=MAX_EPISODE_CHARS)
+    occurred_at: EpisodeTime
+    text: EpisodeText
     trust: Trust = Field(
         default=Trust.VERIFIED, description="how far the caller vouches for this source"
     )

@@ -1,4 +1,2 @@
-"""Celery app and thin tasks (ids in, one pipeline call each). Nothing imports this package.
-
-The ledger and lifecycle are complete without workers; ingestion and extraction add the tasks.
-"""
+"""Celery app (`workers.app`) and thin tasks (`workers.tasks`): ids in, one pipeline call each.
+Nothing imports this package; `sgam worker` and `sgam beat` start it."""

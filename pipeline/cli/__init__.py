@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from pipeline.cli import admin, extract, facts, lifecycle
+from pipeline.cli import admin, buffer, extract, facts, intake, lifecycle, workers
 from pipeline.cli.errors import USAGE_ERROR, describe, exit_code, fail, internal
 from pipeline.errors import SgamError
 
@@ -38,6 +38,16 @@ for command in (
     admin.purge_vacuum,
     admin.catalog,
     admin.demo,
+    intake.ingest,
+    intake.remember,
+    intake.episodes,
+    buffer.candidates,
+    buffer.confirm,
+    buffer.reject,
+    buffer.consolidate,
+    workers.worker,
+    workers.beat,
+    workers.sweep,
     extract.extract,
 ):
     app.add_command(command)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from enum import Enum
 from typing import Any, Protocol
 
-from sqlalchemy import Connection, Engine, create_engine, event, make_url, text
+from sqlalchemy import Connection, Engine, Insert, Table, create_engine, event, make_url, text
 from sqlalchemy.exc import DBAPIError
 
 from pipeline.errors import InvalidInput
@@ -60,6 +60,9 @@ class Backend(Protocol):
     def scrub_after_purge(self, engine: Engine) -> bool:
         """Cheaply drop erased content from the database files after a purge committed; True
         when none is left there."""
+
+    def insert_new(self, table: Table) -> Insert:
+        """An INSERT that skips rows violating a unique key (ON CONFLICT DO NOTHING)."""
 
     def vacuum(self, engine: Engine, tables: Sequence[str]) -> None:
         """Rewrite `tables` so that no erased or dead row version is left in the files."""
@@ -114,6 +117,11 @@ class Postgres:
     def analyze(self, connection: Connection, tables: Sequence[str]) -> None:
         connection.execute(text(f"ANALYZE {', '.join(tables)}"))
 
+    def insert_new(self, table: Table) -> Insert:
+        from sqlalchemy.dialects.postgresql import insert
+
+        return insert(table).on_conflict_do_nothing()
+
     def scrub_after_purge(self, engine: Engine) -> bool:
         """Old row versions stay in the table files until VACUUM FULL (`vacuum`), which locks
         the tables: too heavy to run after every purge."""
@@ -154,6 +162,11 @@ class Sqlite:
 
     def analyze(self, connection: Connection, tables: Sequence[str]) -> None:
         connection.execute(text("ANALYZE"))
+
+    def insert_new(self, table: Table) -> Insert:
+        from sqlalchemy.dialects.sqlite import insert
+
+        return insert(table).on_conflict_do_nothing()
 
     def scrub_after_purge(self, engine: Engine) -> bool:
         # secure_delete (on every connection) zeroes what a statement frees; the checkpoint

@@ -16,9 +16,10 @@ from pipeline.db.ledger_tables import (
     IdempotencyRow,
     ScopedKey,
 )
-from pipeline.db.stage_tables import CandidateRow, EpisodeRow, SupportRow
+from pipeline.db.stage_tables import EPISODES, CandidateRow, EpisodeRow, SupportRow
 
 __all__ = [
+    "EPISODES",
     "FACT_COLUMNS",
     "FACT_STATUSES",
     "ID",

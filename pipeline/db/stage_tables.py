@@ -10,9 +10,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import CheckConstraint, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import CheckConstraint, ForeignKey, Index, Integer, String, Table, Text
 from sqlalchemy import text as sql
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -45,6 +45,10 @@ class EpisodeRow(Base):
     status: Mapped[str] = mapped_column(String(16))
     attempts: Mapped[int] = mapped_column(Integer)
     last_error: Mapped[str | None] = mapped_column(Text)
+    # 'retryable' or 'permanent': whether consolidation may re-drive a failed episode.
+    error_kind: Mapped[str | None] = mapped_column(String(16))
+    redrives: Mapped[int] = mapped_column(Integer)  # consolidation's re-drives so far
+    redriven_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     extractor: Mapped[str | None] = mapped_column(String(80))
     prompt_version: Mapped[str | None] = mapped_column(String(64))
     usage: Mapped[dict[str, Any] | None] = mapped_column(JsonColumn())
@@ -79,6 +83,10 @@ class EpisodeRow(Base):
         CheckConstraint("source IN ('message', 'tool_result', 'business_event')", name="source"),
         CheckConstraint(f"trust IS NULL OR trust IN {TRUST_LEVELS}", name="trust"),
     )
+
+
+# The table itself, for Core statements (inserts that skip duplicates, bulk copies).
+EPISODES = cast(Table, EpisodeRow.__table__)
 
 
 class CandidateRow(Base):

@@ -8,8 +8,9 @@ be written together or not at all.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy.orm import Session
@@ -28,6 +29,19 @@ class Unit:
     clock: Clock
     settings: Settings
     backend: Backend
+    # The episode (and prompt version) the decisions being logged are taken for, if any.
+    provenance: dict[str, str | None] = field(default_factory=dict)
+
+    @contextmanager
+    def deciding_for(self, episode_id: str, prompt_version: str | None) -> Iterator[None]:
+        """Every decision logged inside the block names this episode and prompt version."""
+        saved = dict(self.provenance)
+        self.provenance.update(episode_id=episode_id, prompt_version=prompt_version)
+        try:
+            yield
+        finally:
+            self.provenance.clear()
+            self.provenance.update(saved)
 
     def lock(self, *names: LockName, shared: Sequence[LockName] = ()) -> None:
         """Hold locks on logical names until the transaction ends, in one round trip: first

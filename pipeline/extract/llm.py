@@ -135,6 +135,17 @@ class LlmClient:
             http.close()
         return answer, usage()
 
+    def within(self, seconds: float) -> LlmClient:
+        """The same endpoint and connections, giving up after `seconds` in all (the hot path's
+        deadline): every request, retry and re-ask must fit."""
+        bounded = self.settings.model_copy(
+            update={
+                "llm_deadline_s": seconds,
+                "llm_timeout_s": min(self.settings.llm_timeout_s, seconds),
+            }
+        )
+        return LlmClient(bounded, self._transport, sleep=self._sleep)
+
     def close(self) -> None:
         self._transport.close()
 

@@ -124,5 +124,7 @@ def record(
         "command": command,
         "content_hash": content_hash(digest),
         "reason": reason,
+        "episode_id": unit.provenance.get("episode_id"),
+        "prompt_version": unit.provenance.get("prompt_version"),
     }
     inserts.insert_rows(unit.session, EventRow, [event])

@@ -8,22 +8,19 @@ token that cannot be traced back. Ids, timestamps and the shape of the history r
 
 from __future__ import annotations
 
-import hmac
-import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import bindparam, func, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import func, select, update
 
-from pipeline.db.models import ClaimRow, EventRow, FactRow, IdempotencyRow
+from pipeline.db.models import CandidateRow, ClaimRow, FactRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.errors import ConflictError
 from pipeline.ledger import events, idempotency
-from pipeline.ledger.events import Decision, EventKind, content_hash
-from pipeline.ledger.idempotency import PURGED
+from pipeline.ledger.erase import erase
+from pipeline.ledger.events import Decision, EventKind
 from pipeline.ledger.results import settled
 from pipeline.ledger.slots import subject_lock_name
 from pipeline.validation import parse
@@ -106,7 +103,7 @@ def apply_forget(unit: Unit, payload: ForgetPayload) -> int:
         )
         or 0
     )
-    for table in (FactRow, ClaimRow):
+    for table in (FactRow, ClaimRow, CandidateRow):
         session.execute(
             update(table)
             .where(
@@ -116,96 +113,8 @@ def apply_forget(unit: Unit, payload: ForgetPayload) -> int:
             .execution_options(synchronize_session=False)
         )
     if payload.purge:
-        _erase(session, tenant_id, subject)
+        erase(session, tenant_id, subject)
     return hidden
-
-
-def _erase(session: Session, tenant_id: str, subject: str) -> None:
-    """Erase content from every row of the subject: values and evidence become null, and every
-    hash of content is replaced by a token that cannot be traced back to it (a value from a
-    small domain — a date, a boolean, an enum — could otherwise be found by hashing each
-    candidate)."""
-    shred = _shredder()
-    primary_keys: list[tuple[type[FactRow] | type[ClaimRow], Any]] = [
-        (FactRow, FactRow.row_id),
-        (ClaimRow, ClaimRow.claim_id),
-    ]
-    for table, primary in primary_keys:
-        of_subject = (table.tenant_id == tenant_id, table.subject == subject)
-        rows = session.execute(
-            select(primary, table.value_hash, table.slot).where(*of_subject)
-        ).all()
-        session.execute(
-            update(table)
-            .where(*of_subject)
-            .values(value=None, evidence=None)
-            .execution_options(synchronize_session=False)
-        )
-        if rows:
-            session.connection().execute(
-                update(table)
-                .where(primary == bindparam("pk"))
-                .values(value_hash=bindparam("new_hash"), slot=bindparam("new_slot")),
-                [
-                    {"pk": pk, "new_hash": shred(value_hash), "new_slot": shred(slot)}
-                    for pk, value_hash, slot in rows
-                ],
-            )
-    events = session.scalars(
-        select(EventRow).where(
-            EventRow.tenant_id == tenant_id,
-            EventRow.subject == subject,
-            EventRow.command.is_not(None),
-        )
-    )
-    for event in events:
-        event.command = _scrub(event.command, shred)
-        event.content_hash = content_hash(
-            {"decision": event.kind, "fact_ids": event.fact_ids, "command": event.command}
-        )
-    cached_results = session.scalars(
-        select(IdempotencyRow).where(
-            IdempotencyRow.tenant_id == tenant_id, IdempotencyRow.subject == subject
-        )
-    )
-    for cached in cached_results:
-        cached.result = _scrub(cached.result, shred)
-        cached.command_hash = PURGED
-    session.flush()
-
-
-SHREDDED = "~"  # marks a replaced hash; a sha256 hex digest never contains it
-
-
-def _shredder() -> Callable[[str], str]:
-    """A keyed replacement for hashes: equal hashes stay equal (so replaying the purged log
-    rebuilds the same ledger), but the key is thrown away when the purge ends."""
-    secret = secrets.token_bytes(32)
-
-    def shred(digest: str) -> str:
-        if not digest or digest.startswith(SHREDDED):
-            return digest
-        return SHREDDED + hmac.new(secret, digest.encode(), "sha256").hexdigest()[:63]
-
-    return shred
-
-
-def _scrub(payload: Any, shred: Callable[[str], str]) -> Any:
-    """The payload with every value and evidence text replaced by null and every content hash
-    shredded, at any depth."""
-    if isinstance(payload, dict):
-        return {name: _scrub_field(name, item, shred) for name, item in payload.items()}
-    if isinstance(payload, list):
-        return [_scrub(item, shred) for item in payload]
-    return payload
-
-
-def _scrub_field(name: str, item: Any, shred: Callable[[str], str]) -> Any:
-    if name in ("value", "evidence"):
-        return None
-    if name in ("value_hash", "slot") and isinstance(item, str):
-        return shred(item)
-    return _scrub(item, shred)
 
 
 def _replay_forget(unit: Unit, payload: ForgetPayload) -> None:

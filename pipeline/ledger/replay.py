@@ -1,8 +1,9 @@
 """Rebuild a ledger from the decision log alone: no catalogue, no LLM, no judgement.
 
 Every replayable event carries the resolved command with the ids and clock it was applied
-with, so applying them in log order into an empty database reproduces claims and facts exactly.
-The log itself is copied along, so the rebuilt database can be replayed again.
+with, so applying them in log order into an empty database reproduces claims, facts and the
+recurrence buffer exactly. The log itself and the episodes are copied along, so the rebuilt
+database can be replayed again and still shows where every fact came from.
 """
 
 from __future__ import annotations
@@ -14,13 +15,16 @@ from typing import Any
 
 from sqlalchemy import func, insert, select, text
 
+# Every module that registers an event kind, so that the registry is complete here: the
+# ledger's own, the recurrence buffer's, and the pipeline's audit records.
+from pipeline import consolidate  # noqa: F401
+from pipeline.buffer import candidates  # noqa: F401
 from pipeline.db.migrations import HEAD
-from pipeline.db.models import ClaimRow, EventRow, FactRow
+from pipeline.db.models import EPISODES, ClaimRow, EventRow, FactRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.errors import InvalidInput
-
-# Every module that registers an event kind, so that the registry is complete here.
+from pipeline.ingest import process  # noqa: F401
 from pipeline.ledger import expire, forget, promote, write  # noqa: F401
 from pipeline.ledger.events import kind_of, parse_payload
 from pipeline.ledger.log import EVENT_COLUMNS
@@ -53,6 +57,7 @@ def replay(source: Store, target: Store) -> ReplayReport:
                 unit.session.execute(insert(EventRow).values(**event))
                 applied += apply_event(unit, event["kind"], event["command"])
             events += len(batch)
+        _copy_episodes(source, unit)
         if target.is_postgres:
             # Copied ids bypassed the sequence; move it past them for the events still to come.
             unit.session.execute(
@@ -99,6 +104,14 @@ def apply_event(unit: Unit, kind_name: str, stored: dict[str, Any] | None) -> bo
         return False
     kind.apply(unit, payload)
     return True
+
+
+def _copy_episodes(source: Store, unit: Unit) -> None:
+    """The episodes are the pipeline's inputs, not decisions: they are copied as they are, so
+    the rebuilt database can show where every fact came from."""
+    with source.reading() as connection:
+        for chunk in connection.execute(select(EPISODES)).partitions(BATCH):
+            unit.session.execute(insert(EPISODES), [dict(row._mapping) for row in chunk])
 
 
 def _batches(source: Store) -> Iterator[list[dict[str, Any]]]:

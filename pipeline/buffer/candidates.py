@@ -1,0 +1,334 @@
+"""The recurrence buffer in the caller's unit of work: buffer a candidate, add support, promote,
+confirm, reject, reset and expire — each decision logged, and each replayed from the log.
+
+A buffer operation holds the same lock as a ledger write of its key (scope, subject,
+attribute), so two workers never buffer, or promote, the same value twice.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import select, update
+
+from pipeline.buffer.rules import eligible, first_support, sessions
+from pipeline.db.models import CandidateRow, SupportRow
+from pipeline.db.unit import Unit
+from pipeline.errors import ConflictError, NotBuffered, NotFound
+from pipeline.ledger import events
+from pipeline.ledger.events import EventKind
+from pipeline.ledger.results import PutResult
+from pipeline.ledger.slots import SlotKey, lock_key
+from pipeline.ledger.write import write_fact
+from schemas.buffer import (
+    BufferedPayload,
+    CandidateRecord,
+    DecidedPayload,
+    SupportedPayload,
+    SupportRecord,
+)
+from schemas.commands import PutFact
+from schemas.facts import Trust
+
+BUFFERED = "buffered"
+
+
+@dataclass(frozen=True)
+class Subject:
+    """Where a candidate lives: one attribute of one subject in one scope."""
+
+    tenant_id: str
+    agent_id: str
+    purpose: str
+    subject: str
+    attribute: str
+
+    def lock(self, unit: Unit) -> None:
+        lock_key(
+            unit,
+            SlotKey(self.tenant_id, self.agent_id, self.purpose, self.subject, self.attribute, ""),
+        )
+
+
+@dataclass(frozen=True)
+class Buffered:
+    """Where a candidate stands after an operation; `fact` when it was promoted or confirmed,
+    `refused` when the ledger refused the promotion."""
+
+    candidate_id: str
+    status: str
+    support: int
+    fact: PutResult | None = None
+    refused: ConflictError | None = None
+
+
+def value_hash(value: object) -> str:
+    return events.content_hash(value)
+
+
+def open_candidate(unit: Unit, where: Subject, value_digest: str) -> CandidateRow | None:
+    query = select(CandidateRow).where(
+        CandidateRow.tenant_id == where.tenant_id,
+        CandidateRow.agent_id == where.agent_id,
+        CandidateRow.purpose == where.purpose,
+        CandidateRow.subject == where.subject,
+        CandidateRow.attribute == where.attribute,
+        CandidateRow.value_hash == value_digest,
+        CandidateRow.status == BUFFERED,
+        CandidateRow.forgotten_at.is_(None),
+    )
+    return unit.session.scalars(query).one_or_none()
+
+
+def supports_of(unit: Unit, candidate_id: str) -> list[SupportRecord]:
+    rows = unit.session.scalars(select(SupportRow).where(SupportRow.candidate_id == candidate_id))
+    return [SupportRecord.model_validate(row, from_attributes=True) for row in rows]
+
+
+def add_support(
+    unit: Unit, where: Subject, value: object, support: SupportRecord, *, actor: str
+) -> CandidateRow:
+    """Buffer the value (a new candidate) or add the episode's support to the open one; an
+    episode that already supports it changes nothing."""
+    where.lock(unit)
+    digest = value_hash(value)
+    row = open_candidate(unit, where, digest)
+    if row is None:
+        record = CandidateRecord(
+            candidate_id=str(uuid.uuid4()),
+            **where.__dict__,
+            value=value,
+            value_hash=digest,
+            created_at=unit.clock(),
+        )
+        buffered = BufferedPayload(candidate=record, support=support)
+        apply_buffered(unit, buffered)
+        _log(
+            unit,
+            "candidate_buffered",
+            buffered,
+            where,
+            record.candidate_id,
+            actor,
+            "a weak signal waits for support",
+        )
+        found = unit.session.get(CandidateRow, record.candidate_id)
+        assert found is not None
+        return found
+    if unit.session.get(SupportRow, (row.candidate_id, support.episode_id)) is None:
+        supported = SupportedPayload(candidate_id=row.candidate_id, support=support)
+        apply_supported(unit, supported)
+        _log(unit, "candidate_supported", supported, where, row.candidate_id, actor, None)
+    return row
+
+
+def promote_if_eligible(
+    unit: Unit,
+    row: CandidateRow,
+    *,
+    times: int | None,
+    window: timedelta,
+    trust: Trust,
+    confidence: float,
+    actor: str,
+) -> Buffered:
+    supports = supports_of(unit, row.candidate_id)
+    if not eligible(supports, times, window):
+        return Buffered(row.candidate_id, row.status, row.support)
+    return settle(unit, row, "promoted", trust=trust, confidence=confidence, actor=actor)
+
+
+def settle(
+    unit: Unit,
+    row: CandidateRow,
+    status: str,
+    *,
+    trust: Trust,
+    confidence: float,
+    actor: str,
+    reason: str | None = None,
+) -> Buffered:
+    """Promote or confirm: write the fact (valid from the first support, recorded now), then
+    close the candidate. A refusal by the ledger leaves the candidate buffered."""
+    supports = supports_of(unit, row.candidate_id)
+    first = first_support(supports)
+    outcome = write_fact(
+        unit,
+        PutFact(
+            tenant_id=row.tenant_id,
+            agent_id=row.agent_id,
+            purpose=row.purpose,
+            subject=row.subject,
+            attribute=row.attribute,
+            value=row.value,
+            valid_from=first.valid_from,
+            source_episode_id=first.episode_id,
+            evidence=first.evidence,
+            trust=trust,
+            confidence=confidence,
+            actor=actor,
+            idempotency_key=f"candidate:{row.candidate_id}",
+        ),
+    )
+    if isinstance(outcome, ConflictError):
+        return Buffered(row.candidate_id, row.status, row.support, refused=outcome)
+    payload = DecidedPayload(
+        candidate_id=row.candidate_id,
+        status=status,  # type: ignore[arg-type]
+        now=unit.clock(),
+        fact_id=outcome.fact.fact_id,
+        reason=reason,
+    )
+    apply_decided(unit, payload)
+    _log(
+        unit,
+        f"candidate_{status}",
+        payload,
+        _where(row),
+        row.candidate_id,
+        actor,
+        reason,
+        [outcome.fact.fact_id],
+    )
+    return Buffered(row.candidate_id, status, row.support, fact=outcome)
+
+
+def close(unit: Unit, row: CandidateRow, status: str, *, actor: str, reason: str) -> None:
+    """Reject, reset or expire a buffered candidate."""
+    payload = DecidedPayload(
+        candidate_id=row.candidate_id,
+        status=status,  # type: ignore[arg-type]
+        now=unit.clock(),
+        reason=reason,
+    )
+    apply_decided(unit, payload)
+    _log(unit, f"candidate_{status}", payload, _where(row), row.candidate_id, actor, reason)
+
+
+def reset_contradicted(
+    unit: Unit, where: Subject, kept_digest: str, at: datetime, *, actor: str
+) -> list[str]:
+    """A different value of a single-valued attribute, stated later: open candidates of the
+    other values lose their support (closed as `reset`)."""
+    rivals = unit.session.scalars(
+        select(CandidateRow).where(
+            CandidateRow.tenant_id == where.tenant_id,
+            CandidateRow.agent_id == where.agent_id,
+            CandidateRow.purpose == where.purpose,
+            CandidateRow.subject == where.subject,
+            CandidateRow.attribute == where.attribute,
+            CandidateRow.value_hash != kept_digest,
+            CandidateRow.status == BUFFERED,
+            CandidateRow.forgotten_at.is_(None),
+            CandidateRow.last_seen_at < at,
+        )
+    ).all()
+    for rival in rivals:
+        close(unit, rival, "reset", actor=actor, reason="a later session stated another value")
+    return [rival.candidate_id for rival in rivals]
+
+
+def buffered_candidate(unit: Unit, candidate_id: str, tenant_id: str) -> CandidateRow:
+    """The candidate to confirm or reject, locked; another tenant's is reported as missing."""
+    row = unit.session.get(CandidateRow, candidate_id)
+    if row is None or row.tenant_id != tenant_id or row.forgotten_at is not None:
+        raise NotFound(f"no candidate {candidate_id} in tenant {tenant_id}")
+    _where(row).lock(unit)
+    unit.session.refresh(row)
+    if row.status != BUFFERED:
+        raise NotBuffered(
+            f"candidate {candidate_id} is {row.status}; only a buffered one can be decided",
+            candidate_id=candidate_id,
+        )
+    return row
+
+
+def _where(row: CandidateRow) -> Subject:
+    return Subject(row.tenant_id, row.agent_id, row.purpose, row.subject, row.attribute)
+
+
+def _log(
+    unit: Unit,
+    kind: str,
+    payload: BufferedPayload | SupportedPayload | DecidedPayload,
+    where: Subject,
+    candidate_id: str,
+    actor: str,
+    reason: str | None,
+    fact_ids: list[str] | None = None,
+) -> None:
+    events.record(
+        unit,
+        kind,
+        payload,
+        occurred_at=unit.clock(),
+        actor=actor,
+        tenant_id=where.tenant_id,
+        subject=where.subject,
+        fact_ids=fact_ids or [],
+        reason=f"candidate {candidate_id}" + (f": {reason}" if reason else ""),
+    )
+
+
+# -- the effects, also what replay applies ---------------------------------------------------
+
+
+def apply_buffered(unit: Unit, payload: BufferedPayload) -> None:
+    record, support = payload.candidate, payload.support
+    unit.session.add(
+        CandidateRow(
+            **record.model_dump(),
+            status=BUFFERED,
+            support=1,
+            first_seen_at=support.occurred_at,
+            last_seen_at=support.occurred_at,
+            valid_from=support.valid_from,
+        )
+    )
+    unit.session.add(SupportRow(candidate_id=record.candidate_id, **support.model_dump()))
+    unit.session.flush()
+
+
+def apply_supported(unit: Unit, payload: SupportedPayload) -> None:
+    support = payload.support
+    unit.session.add(SupportRow(candidate_id=payload.candidate_id, **support.model_dump()))
+    unit.session.flush()
+    row = unit.session.get(CandidateRow, payload.candidate_id)
+    assert row is not None, f"support for unknown candidate {payload.candidate_id}"
+    supports = supports_of(unit, payload.candidate_id)
+    row.support = sessions(supports)
+    row.first_seen_at = min(s.occurred_at for s in supports)
+    row.last_seen_at = max(s.occurred_at for s in supports)
+    row.valid_from = first_support(supports).valid_from
+
+
+def apply_decided(unit: Unit, payload: DecidedPayload) -> None:
+    unit.session.execute(
+        update(CandidateRow)
+        .where(CandidateRow.candidate_id == payload.candidate_id)
+        .values(
+            status=payload.status,
+            decided_at=payload.now,
+            fact_id=payload.fact_id,
+            reason=payload.reason,
+        )
+        .execution_options(synchronize_session="fetch")
+    )
+
+
+events.register(
+    EventKind("candidate_buffered", BufferedPayload, apply_buffered, "a weak signal was buffered")
+)
+events.register(
+    EventKind(
+        "candidate_supported", SupportedPayload, apply_supported, "another episode supports it"
+    )
+)
+for _status in ("promoted", "confirmed", "rejected", "expired", "reset"):
+    events.register(
+        EventKind(
+            f"candidate_{_status}", DecidedPayload, apply_decided, f"a candidate was {_status}"
+        )
+    )

@@ -1,0 +1,91 @@
+"""The recurrence buffer from the outside: list candidates, and a user's (or a reviewer's)
+confirmation or rejection of one — each in a transaction of its own."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import select
+
+from pipeline.buffer.candidates import Buffered, buffered_candidate, close, settle
+from pipeline.db.models import CandidateRow
+from pipeline.db.store import Store
+from pipeline.db.unit import Unit
+from pipeline.ingest.states import candidate_json
+from pipeline.validation import parse
+from schemas.facts import Trust
+from schemas.fields import Identifier
+
+
+class CandidateQuery(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tenant_id: Identifier
+    subject: Identifier | None = None
+    status: str | None = Field(
+        default="buffered",
+        pattern="^(buffered|promoted|confirmed|rejected|expired|reset)$",
+        description="None: every status",
+    )
+    limit: int = Field(default=1000, ge=1, le=100_000)
+
+
+class CandidateCommand(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tenant_id: Identifier
+    candidate_id: Identifier
+    actor: Identifier = "api"
+
+
+def list_candidates(
+    store: Store, query: CandidateQuery | Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    query = parse(CandidateQuery, query)
+    statement = select(CandidateRow).where(
+        CandidateRow.tenant_id == query.tenant_id, CandidateRow.forgotten_at.is_(None)
+    )
+    if query.subject is not None:
+        statement = statement.where(CandidateRow.subject == query.subject)
+    if query.status is not None:
+        statement = statement.where(CandidateRow.status == query.status)
+    statement = statement.order_by(CandidateRow.created_at).limit(query.limit)
+    with store.begin() as unit:
+        return [candidate_json(row) for row in unit.session.scalars(statement)]
+
+
+def confirm(store: Store, command: CandidateCommand | Mapping[str, Any]) -> Buffered:
+    """The user confirms: the candidate becomes a fact with the user's trust, valid from its
+    first support. Raises NotFound, NotBuffered, or the ledger's refusal."""
+    command = parse(CandidateCommand, command)
+
+    def work(unit: Unit) -> Buffered:
+        row = buffered_candidate(unit, command.candidate_id, command.tenant_id)
+        return settle(
+            unit,
+            row,
+            "confirmed",
+            trust=Trust.USER_CONFIRMED,
+            confidence=1.0,
+            actor=command.actor,
+            reason="confirmed by the user",
+        )
+
+    result = store.run(work)
+    if result.refused is not None:
+        raise result.refused
+    return result
+
+
+def reject(store: Store, command: CandidateCommand | Mapping[str, Any]) -> Buffered:
+    """Drop a buffered candidate for good; its support stays for the audit."""
+    command = parse(CandidateCommand, command)
+
+    def work(unit: Unit) -> Buffered:
+        row = buffered_candidate(unit, command.candidate_id, command.tenant_id)
+        close(unit, row, "rejected", actor=command.actor, reason="rejected by the user")
+        return Buffered(row.candidate_id, "rejected", row.support)
+
+    return store.run(work)

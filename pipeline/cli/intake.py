@@ -1,0 +1,204 @@
+"""`sgam ingest`, `remember` and `episodes`: episodes into the pipeline, and their states."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from pipeline.cli import output
+from pipeline.cli.lines import read_objects, refuse, report_lines
+from pipeline.cli.options import given_fields, json_output, opened_store
+from pipeline.errors import InvalidLines
+
+
+@click.command()
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
+@click.option("--skip-invalid", is_flag=True, help="Store the valid lines, name the others.")
+@json_output
+def ingest(file: Path, skip_invalid: bool, as_json: bool) -> None:
+    """Store episodes, one JSON object per line ('-' for stdin), and process them.
+
+    With a broker (SGAM_BROKER_URL) the workers process them; without, this command does,
+    and each episode ends done or failed before it returns. Prints one receipt per line."""
+    from pipeline.ingest.intake import ingest as ingest_episodes
+
+    objects, numbers, bad = read_objects(file)
+    if bad and not skip_invalid:
+        raise refuse(bad)
+    with opened_store() as store:
+        try:
+            with _progress(len(objects), "episodes") as bar:
+                report = ingest_episodes(
+                    store,
+                    objects,
+                    skip_invalid=skip_invalid,
+                    progress=bar.update,
+                    line_numbers=numbers,
+                )
+        except InvalidLines as invalid:
+            raise refuse(bad + invalid.lines) from None
+    for receipt in report.receipts:
+        if output.wants_json(as_json):
+            click.echo(json.dumps(receipt.to_json()))
+        else:
+            error = f"  {receipt.error}" if receipt.error else ""
+            click.echo(f"line {receipt.line}: {receipt.status}  {receipt.episode_id}{error}")
+    if report.broker_down:
+        click.echo("note: the broker is unreachable; the episodes wait for the sweeper", err=True)
+    skipped = bad + report.invalid
+    if skipped:
+        report_lines(skipped)
+        raise click.exceptions.Exit(2)
+
+
+class _Quiet:
+    def update(self, _: int) -> None:
+        pass
+
+    def __enter__(self) -> _Quiet:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        pass
+
+
+def _progress(total: int, label: str) -> Any:
+    """A progress bar on a terminal (stderr), nothing in a pipe."""
+    if not sys.stderr.isatty():
+        return _Quiet()
+    return click.progressbar(length=total, label=label, file=sys.stderr)
+
+
+@click.command()
+@click.option("--tenant", required=True, help="Tenant that owns the memory.")
+@click.option("--subject", required=True, help="Whom the statement is about.")
+@click.option("--text", required=True, help="What the user said ('-' for stdin).")
+@click.option("--session", help="The conversation it was said in.")
+@click.option("--at", help="When it was said (default: now).")
+@click.option("--agent", default="default", show_default=True, help="Agent scope.")
+@click.option("--purpose", default="default", show_default=True, help="Purpose scope.")
+@click.option("--episode-id", help="The caller's id for the episode.")
+@click.option("--idempotency-key", help="Repeat-safe request key.")
+@json_output
+def remember(
+    tenant: str, subject: str, text: str, agent: str, purpose: str, as_json: bool, **options: Any
+) -> None:
+    """Remember an explicit statement now (the hot path); prints what was written.
+
+    Exit 0 when something was written (or deferred to the workers), 1 when nothing was found
+    to remember, 3 when the ledger refused a write (the facts involved are named)."""
+    from pipeline.remember import remember as remember_now
+
+    fields = {
+        "tenant_id": tenant,
+        "subject": subject,
+        "text": sys.stdin.read() if text == "-" else text,
+        "agent_id": agent,
+        "purpose": purpose,
+    } | given_fields(options, session="session_id")
+    with opened_store() as store:
+        result = remember_now(store, fields)
+    if output.wants_json(as_json):
+        output.emit_json(result.to_json())
+    else:
+        for fact in result.facts:
+            click.echo(output.describe(fact))
+        if result.deferred:
+            click.echo(f"deferred: episode {result.episode_id} waits for a worker")
+        for refusal in result.rejected:
+            click.echo(f"not remembered: {refusal['reason']}: {refusal['message']}")
+    for conflict in result.conflicts:
+        click.echo(f"sgam: {type(conflict).__name__}: {conflict}", err=True)
+    if result.conflicts:
+        raise click.exceptions.Exit(3)
+    if not result.facts and not result.deferred:
+        raise click.exceptions.Exit(1)
+
+
+@click.group(invoke_without_command=True)
+@click.option("--tenant", help="Tenant whose episodes to list.")
+@click.option("--status", type=click.Choice(["pending", "processing", "done", "failed"]))
+@click.option("--session", help="Only this session.")
+@click.option("--subject", help="Only this subject.")
+@json_output
+@click.pass_context
+def episodes(context: click.Context, /, tenant: str | None, as_json: bool, **options: Any) -> None:
+    """List a tenant's episodes with their states (or: show, retry)."""
+    if context.invoked_subcommand is not None:
+        return
+    from pipeline.errors import InvalidInput
+    from pipeline.ingest.states import list_episodes
+
+    if tenant is None:
+        raise InvalidInput("tenant", "is required to list episodes")
+    with opened_store() as store:
+        found = list_episodes(
+            store, {"tenant_id": tenant} | given_fields(options, session="session_id")
+        )
+    if output.wants_json(as_json):
+        output.emit_json(found)
+    else:
+        for episode in found:
+            click.echo(
+                f"{episode['occurred_at']}  {episode['status']:<10}  {episode['episode_id']}  "
+                f"session={episode['session_id']}  attempts={episode['attempts']}"
+                + (f"  error={episode['last_error']}" if episode["last_error"] else "")
+            )
+    if not found:
+        raise click.exceptions.Exit(1)
+
+
+@episodes.command("show")
+@click.argument("episode_id")
+@click.option("--tenant", required=True, help="Tenant that owns the episode.")
+@json_output
+def episodes_show(episode_id: str, tenant: str, as_json: bool) -> None:
+    """The episode, its candidates, the decisions taken and the facts written."""
+    from pipeline.ingest.states import show_episode
+
+    with opened_store() as store:
+        shown = show_episode(store, tenant, episode_id)
+    if output.wants_json(as_json):
+        output.emit_json(shown)
+        return
+    click.echo(f"episode {shown['episode_id']} ({shown['status']}, {shown['lane']} lane)")
+    click.echo(f"  {shown['occurred_at']}  session={shown['session_id']}  source={shown['source']}")
+    click.echo(f"  text: {shown['text']}")
+    click.echo(f"  extractor={shown['extractor']}  prompt={shown['prompt_version']}")
+    for candidate in shown["candidates"]:
+        click.echo(
+            f"  candidate {candidate['candidate_id']}: {candidate['attribute']} = "
+            f"{json.dumps(candidate['value'])}  {candidate['status']}"
+            f" (support {candidate['support']})"
+        )
+    for decision in shown["decisions"]:
+        click.echo(f"  decision {decision['kind']}: {decision['reason'] or ''}")
+    for fact in shown["facts"]:
+        click.echo(f"  fact {fact['fact_id']}: {fact['attribute']} = {json.dumps(fact['value'])}")
+
+
+@episodes.command("retry")
+@click.argument("episode_ids", nargs=-1)
+@click.option("--tenant", help="Only this tenant's failed episodes.")
+@json_output
+def episodes_retry(episode_ids: tuple[str, ...], tenant: str | None, as_json: bool) -> None:
+    """Re-drive failed episodes (all of them, a tenant's, or the named ones)."""
+    from pipeline.ingest.drive import retry
+
+    with opened_store() as store:
+        keys, driven = retry(store, tenant_id=tenant, episode_ids=episode_ids)
+    statuses = {
+        key[1]: driven.outcomes[key].status if key in driven.outcomes else "queued" for key in keys
+    }
+    if output.wants_json(as_json):
+        output.emit_json({"retried": len(keys), "episodes": statuses})
+    else:
+        click.echo(
+            f"retried {len(keys)} episodes" + "".join(f"\n  {e}: {s}" for e, s in statuses.items())
+        )
+    if not keys:
+        raise click.exceptions.Exit(1)

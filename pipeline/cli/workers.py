@@ -1,0 +1,58 @@
+"""`sgam worker`, `beat` and `sweep`: thin wrappers over Celery's own worker and beat, which
+run `workers.app` (SGAM_BROKER_URL must be set)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from pipeline.cli import output
+from pipeline.cli.options import json_output, opened_store
+from pipeline.errors import InvalidInput
+
+
+def _celery(*args: str) -> None:
+    from pipeline.settings import load_settings
+
+    if load_settings().broker_url is None:
+        raise InvalidInput("SGAM_BROKER_URL", "is not set: workers need a broker (redis://...)")
+    sys.stdout.flush()
+    os.execv(sys.executable, [sys.executable, "-m", "celery", "-A", "workers.app", *args])
+
+
+@click.command()
+@click.option("--queues", default="extract,consolidate", show_default=True)
+@click.option("--concurrency", type=click.IntRange(1, 64), help="Processes (default: cores).")
+@click.option("--loglevel", default="info", show_default=True)
+def worker(queues: str, concurrency: int | None, loglevel: str) -> None:
+    """Start a Celery worker (celery -A workers.app worker ...)."""
+    args = ["worker", "--queues", queues, "--loglevel", loglevel]
+    if concurrency is not None:
+        args += ["--concurrency", str(concurrency)]
+    _celery(*args)
+
+
+@click.command()
+@click.option("--schedule", default="celerybeat-schedule", show_default=True, help="State file.")
+@click.option("--loglevel", default="info", show_default=True)
+def beat(schedule: str, loglevel: str) -> None:
+    """Start Celery beat: the sweeper every SGAM_SWEEP_INTERVAL_S, consolidation on
+    SGAM_CONSOLIDATE_CRON (celery -A workers.app beat ...)."""
+    _celery("beat", "--schedule", schedule, "--loglevel", loglevel)
+
+
+@click.command()
+@json_output
+def sweep(as_json: bool) -> None:
+    """Queue again the episodes a broker lost or a worker dropped (what beat runs each minute)."""
+    from pipeline.ingest.drive import sweep as sweep_now
+
+    with opened_store() as store:
+        pending, stuck, driven = sweep_now(store)
+    report = {"pending": pending, "stuck": stuck, "sent": driven.sent}
+    if output.wants_json(as_json):
+        output.emit_json(report)
+    else:
+        click.echo(f"re-queued {pending} pending and {stuck} stuck episodes")

@@ -1,0 +1,206 @@
+"""Nightly consolidation: promote candidates that became eligible, expire candidates with no
+support inside their window, expire facts past their retention, re-drive failed episodes
+(within a budget) and re-queue stuck ones; then record a report.
+
+Idempotent: a second run at the same `now` finds nothing left to do and records nothing new.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+from sqlalchemy import select
+
+from pipeline.buffer.candidates import close, promote_if_eligible
+from pipeline.buffer.rules import stale
+from pipeline.db.models import CandidateRow, EpisodeRow, EventRow
+from pipeline.db.store import Store
+from pipeline.db.unit import Unit
+from pipeline.errors import InvalidInput
+from pipeline.ingest.dispatch import EpisodeKey
+from pipeline.ingest.drive import drive, sweep
+from pipeline.ledger import events
+from pipeline.ledger.events import EventKind
+from pipeline.ledger.expire import expire
+from pipeline.policy.apply import ACTOR, thresholds_of
+from pipeline.policy.decide import Buffer, Lane, decide
+from pipeline.validation import parse
+from schemas.facts import Trust
+from schemas.fields import Identifier, UtcDatetime, format_utc
+from schemas.pipeline_events import ConsolidationPayload
+
+KIND = "consolidation"
+STEPS = ("promoted", "expired_candidates", "expired_facts", "redriven", "requeued")
+Step = Callable[[str], None]
+
+
+class ConsolidateCommand(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tenant_id: Identifier | None = None
+    now: UtcDatetime | None = None
+    force: bool = False  # a `now` after the clock
+    actor: Identifier = "consolidation"
+
+
+@dataclass
+class Report:
+    now: datetime
+    tenant_id: str | None
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STEPS, 0))
+    recorded: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"now": format_utc(self.now), "tenant_id": self.tenant_id, **self.counts}
+
+
+def consolidate(
+    store: Store, command: ConsolidateCommand | Mapping[str, Any], *, step: Step | None = None
+) -> Report:
+    command = parse(ConsolidateCommand, command)
+    clock = store.clock()
+    if command.now is not None and command.now > clock and not command.force:
+        raise InvalidInput(
+            "now", f"is after the current time ({format_utc(clock)}); pass force to run ahead"
+        )
+    report = Report(command.now or clock, command.tenant_id)
+    now, tenant = report.now, report.tenant_id
+    report.counts["promoted"] = store.run(lambda unit: _promote_eligible(unit, tenant))
+    _done(step, "promoted")
+    report.counts["expired_candidates"] = store.run(
+        lambda unit: _expire_candidates(unit, now, tenant)
+    )
+    _done(step, "expired_candidates")
+    expired = expire(
+        store, {"now": now, "tenant_id": tenant, "force": True, "actor": command.actor}
+    )
+    report.counts["expired_facts"] = len(expired.expired_fact_ids)
+    _done(step, "expired_facts")
+    redriven = store.run(lambda unit: _reopen_retryable(unit, now, tenant))
+    drive(store, redriven)
+    report.counts["redriven"] = len(redriven)
+    _done(step, "redriven")
+    pending, stuck, _ = sweep(store, now=now, tenant_id=tenant)
+    report.counts["requeued"] = pending + stuck
+    _done(step, "requeued")
+    report.recorded = store.run(lambda unit: _record(unit, report, command.actor))
+    return report
+
+
+def _done(step: Step | None, name: str) -> None:
+    if step is not None:
+        step(name)
+
+
+def _buffered(unit: Unit, tenant: str | None) -> list[CandidateRow]:
+    query = select(CandidateRow).where(
+        CandidateRow.status == "buffered", CandidateRow.forgotten_at.is_(None)
+    )
+    if tenant is not None:
+        query = query.where(CandidateRow.tenant_id == tenant)
+    return list(unit.session.scalars(query.order_by(CandidateRow.created_at)))
+
+
+def _rule(unit: Unit, row: CandidateRow) -> Buffer | None:
+    """What the policy would ask of this candidate now (the catalogue may have changed)."""
+    spec = unit.catalog.attributes.get(row.attribute)
+    if spec is None:
+        return None
+    verdict = decide(
+        spec,
+        trust=Trust.INFERRED,
+        lane=Lane.BACKGROUND,
+        confidence=0.0,
+        thresholds=thresholds_of(unit),
+    )
+    return verdict if isinstance(verdict, Buffer) else None
+
+
+def _promote_eligible(unit: Unit, tenant: str | None) -> int:
+    promoted = 0
+    for row in _buffered(unit, tenant):
+        rule = _rule(unit, row)
+        if rule is None or rule.times is None:
+            continue
+        result = promote_if_eligible(
+            unit,
+            row,
+            times=rule.times,
+            window=rule.window,
+            trust=Trust.INFERRED,
+            confidence=rule.confidence,
+            actor=ACTOR,
+        )
+        promoted += result.fact is not None
+    return promoted
+
+
+def _expire_candidates(unit: Unit, now: datetime, tenant: str | None) -> int:
+    expired = 0
+    for row in _buffered(unit, tenant):
+        rule = _rule(unit, row)
+        window = (
+            rule.window if rule is not None else timedelta(days=unit.settings.buffer_window_days)
+        )
+        if stale(row.last_seen_at, window, now):
+            close(unit, row, "expired", actor=ACTOR, reason="no support inside the window")
+            expired += 1
+    return expired
+
+
+def _reopen_retryable(unit: Unit, now: datetime, tenant: str | None) -> list[EpisodeKey]:
+    """Failed episodes whose error may pass (the endpoint or the store was down), at most
+    SGAM_EPISODE_MAX_REDRIVES times each and once per `now`."""
+    query = select(EpisodeRow).where(
+        EpisodeRow.status == "failed",
+        EpisodeRow.error_kind == "retryable",
+        EpisodeRow.redrives < unit.settings.episode_max_redrives,
+        EpisodeRow.text.is_not(None),
+    )
+    if tenant is not None:
+        query = query.where(EpisodeRow.tenant_id == tenant)
+    keys: list[EpisodeKey] = []
+    for row in unit.session.scalars(query.with_for_update(skip_locked=True)):
+        if row.redriven_at is not None and row.redriven_at >= now:
+            continue
+        row.status, row.attempts, row.enqueued_at = "pending", 0, now
+        row.redrives += 1
+        row.redriven_at, row.finished_at = now, None
+        keys.append((row.tenant_id, row.episode_id))
+    return keys
+
+
+def _record(unit: Unit, report: Report, actor: str) -> bool:
+    """The report as an event — once per `now` and scope: a re-run finds it and adds none."""
+    moment = format_utc(report.now)
+    assert moment is not None
+    earlier = unit.session.scalars(
+        select(EventRow.command).where(
+            EventRow.kind == KIND, EventRow.tenant_id == report.tenant_id
+        )
+        if report.tenant_id is not None
+        else select(EventRow.command).where(EventRow.kind == KIND, EventRow.tenant_id.is_(None))
+    )
+    if any((command or {}).get("now") == moment for command in earlier):
+        return False
+    payload = ConsolidationPayload(now=moment, tenant_id=report.tenant_id, counts=report.counts)
+    summary = ", ".join(
+        f"{count} {name.replace('_', ' ')}" for name, count in report.counts.items()
+    )
+    events.record(
+        unit,
+        KIND,
+        payload,
+        occurred_at=report.now,
+        actor=actor,
+        tenant_id=report.tenant_id,
+        reason=summary,
+    )
+    return True
+
+
+events.register(EventKind(KIND, ConsolidationPayload, description="a consolidation run's report"))

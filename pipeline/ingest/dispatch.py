@@ -1,0 +1,57 @@
+"""Waking workers. The episode row, committed first, is the truth; a message on the broker is
+only a wake-up that may be lost, which the sweeper makes good (`states.sweep`).
+
+The pipeline names the tasks but does not import `workers` (the dependency points the other
+way): it sends by name through a producer-only Celery app.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from pipeline.errors import StoreUnavailable
+
+if TYPE_CHECKING:
+    from celery import Celery
+
+EXTRACT_TASK = "sgam.extract_episodes"
+SWEEP_TASK = "sgam.sweep"
+CONSOLIDATE_TASK = "sgam.consolidate"
+EXTRACT_QUEUE = "extract"
+CONSOLIDATE_QUEUE = "consolidate"
+
+EpisodeKey = tuple[str, str]  # (tenant_id, episode_id)
+
+
+@cache
+def _producer(broker_url: str) -> Celery:
+    from celery import Celery
+
+    app = Celery("sgam-producer", broker=broker_url, set_as_current=False)
+    # A producer must not hang on a broker that is down: a few quick tries, then the sweeper.
+    app.conf.broker_connection_timeout = 2
+    app.conf.task_publish_retry_policy = {
+        "max_retries": 2,
+        "interval_start": 0,
+        "interval_step": 0.2,
+        "interval_max": 0.5,
+    }
+    return app
+
+
+def send_extract(broker_url: str, keys: Sequence[EpisodeKey], batch_size: int) -> int:
+    """Send one wake-up per batch of episodes; returns how many messages went out. A broker
+    that cannot be reached raises StoreUnavailable — the episodes stay `pending` and the
+    sweeper queues them again."""
+    producer = _producer(broker_url)
+    sent = 0
+    try:
+        for start in range(0, len(keys), batch_size):
+            batch: list[Any] = [list(key) for key in keys[start : start + batch_size]]
+            producer.send_task(EXTRACT_TASK, args=[batch], queue=EXTRACT_QUEUE)
+            sent += 1
+    except Exception as error:  # kombu raises OperationalError and socket errors alike
+        raise StoreUnavailable(f"the broker is unavailable ({type(error).__name__})") from error
+    return sent

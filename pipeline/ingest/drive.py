@@ -1,0 +1,77 @@
+"""Driving episodes to an end: send them to the workers when a broker is configured, else
+process them here and now (inline mode, the embedded default) until each is `done` or
+`failed`. Also the two re-drives: `retry` for failed episodes, `sweep` for lost ones."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from pipeline.db.store import Store
+from pipeline.errors import StoreUnavailable
+from pipeline.extract.llm import LlmClient
+from pipeline.ingest.dispatch import EpisodeKey, send_extract
+from pipeline.ingest.process import Outcome, process_episodes
+from pipeline.ingest.states import reopen_failed, strays
+
+# Inline mode retries a retryable failure after these pauses (seconds), within the budget of
+# SGAM_EPISODE_MAX_ATTEMPTS attempts per episode.
+INLINE_BACKOFF = (0.2, 0.5, 1.0, 2.0)
+
+
+@dataclass
+class Driven:
+    """`sent`: wake-ups put on the broker (0 inline); `outcomes`: inline results per episode;
+    `broker_down`: the broker could not be reached — the episodes wait for the sweeper."""
+
+    sent: int = 0
+    outcomes: dict[EpisodeKey, Outcome] = field(default_factory=dict)
+    broker_down: bool = False
+
+
+def drive(store: Store, keys: Sequence[EpisodeKey], *, llm: LlmClient | None = None) -> Driven:
+    if not keys:
+        return Driven()
+    broker = store.settings.broker_url
+    if broker is None:
+        return Driven(outcomes=process_until_settled(store, keys, llm=llm))
+    try:
+        return Driven(sent=send_extract(broker, keys, store.settings.worker_batch))
+    except StoreUnavailable:
+        return Driven(broker_down=True)
+
+
+def process_until_settled(
+    store: Store, keys: Sequence[EpisodeKey], *, llm: LlmClient | None = None
+) -> dict[EpisodeKey, Outcome]:
+    outcomes: dict[EpisodeKey, Outcome] = {}
+    waiting = list(keys)
+    for pause in (0.0, *INLINE_BACKOFF):
+        if not waiting:
+            break
+        time.sleep(pause)
+        batch = store.settings.worker_batch
+        for start in range(0, len(waiting), batch):
+            outcomes |= process_episodes(store, waiting[start : start + batch], llm=llm)
+        waiting = [
+            key for key in waiting if outcomes.get(key, Outcome("pending")).status == "pending"
+        ]
+    return outcomes
+
+
+def retry(
+    store: Store, *, tenant_id: str | None = None, episode_ids: Sequence[str] = ()
+) -> tuple[list[EpisodeKey], Driven]:
+    """Failed episodes (all, a tenant's, or the named ones) back to work."""
+    keys = store.run(lambda unit: reopen_failed(unit, tenant_id=tenant_id, episode_ids=episode_ids))
+    return keys, drive(store, keys)
+
+
+def sweep(
+    store: Store, *, now: datetime | None = None, tenant_id: str | None = None
+) -> tuple[int, int, Driven]:
+    """Queue again what waits too long: (pending re-queued, stuck re-queued, how)."""
+    found = store.run(lambda unit: strays(unit, now or unit.clock(), tenant_id=tenant_id))
+    return len(found.pending), len(found.stuck), drive(store, found.keys)

@@ -1,0 +1,156 @@
+"""Intake: validate episodes, commit them, then wake a worker (or, with no broker configured,
+process them in this process at once: the embedded default).
+
+Validation comes first and is all or nothing: one invalid episode stores nothing (InvalidLines
+names every bad one) unless `skip_invalid`. Episodes are stored in chunks, one transaction
+each; an episode id or idempotency key seen before (per tenant) is a duplicate, reported and
+not stored twice — also when two intakes race, since the database refuses the second row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import partial
+from typing import Any
+
+from pydantic import ValidationError
+from sqlalchemy import select
+
+from pipeline.db.models import EPISODES, EpisodeRow
+from pipeline.db.store import Store
+from pipeline.db.unit import Unit
+from pipeline.errors import InvalidLines
+from pipeline.ingest.dispatch import EpisodeKey
+from pipeline.ingest.drive import drive
+from pipeline.ingest.records import new_row
+from pipeline.policy.decide import Lane
+from pipeline.validation import invalid
+from schemas.intake import EpisodeIn
+
+Progress = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """What happened to one episode of the input: `queued` (stored, a worker will process it),
+    `duplicate` (seen before; `episode_id` is the stored one), `done` or `failed` (processed in
+    this process, in inline mode)."""
+
+    line: int
+    episode_id: str
+    status: str
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"line": self.line, "episode_id": self.episode_id}
+        data["status"] = self.status
+        if self.error is not None:
+            data["error"] = self.error
+        return data
+
+
+@dataclass
+class IngestReport:
+    receipts: list[Receipt] = field(default_factory=list)
+    invalid: list[tuple[int, str, str]] = field(default_factory=list)  # skipped lines
+    broker_down: bool = False  # stored, but the wake-up could not be sent: the sweeper will
+
+
+def parse_episodes(
+    items: Iterable[EpisodeIn | Mapping[str, Any]], line_numbers: Sequence[int] | None = None
+) -> tuple[list[tuple[int, EpisodeIn]], list[tuple[int, str, str]]]:
+    """Every item checked: (line, episode) for the valid ones, (line, field, problem) for the
+    others. Lines count from 1 unless `line_numbers` says where each item stood."""
+    valid: list[tuple[int, EpisodeIn]] = []
+    bad: list[tuple[int, str, str]] = []
+    listed = list(items)
+    numbers = line_numbers if line_numbers is not None else range(1, len(listed) + 1)
+    for line, item in zip(numbers, listed, strict=True):
+        if isinstance(item, EpisodeIn):
+            valid.append((line, item))
+            continue
+        try:
+            valid.append((line, EpisodeIn.model_validate(item)))
+        except ValidationError as exc:
+            problem = invalid(exc)
+            bad.append((line, problem.field, problem.problem))
+    return valid, bad
+
+
+def ingest(
+    store: Store,
+    episodes: EpisodeIn | Mapping[str, Any] | Iterable[EpisodeIn | Mapping[str, Any]],
+    *,
+    skip_invalid: bool = False,
+    progress: Progress | None = None,
+    line_numbers: Sequence[int] | None = None,
+) -> IngestReport:
+    """Store episodes (one or many) and hand them to the workers; receipts in input order."""
+    items = [episodes] if isinstance(episodes, EpisodeIn | Mapping) else list(episodes)
+    valid, bad = parse_episodes(items, line_numbers)
+    if bad and not skip_invalid:
+        raise InvalidLines(bad)
+    report = IngestReport(invalid=bad)
+    chunk_size = store.settings.ingest_chunk
+    for start in range(0, len(valid), chunk_size):
+        chunk = valid[start : start + chunk_size]
+        stored = store.run(partial(_store_chunk, chunk=chunk))
+        report.receipts += _hand_over(store, stored, report)
+        if progress is not None:
+            progress(len(chunk))
+    return report
+
+
+Stored = list[tuple[Receipt, EpisodeKey | None]]
+
+
+def _store_chunk(unit: Unit, *, chunk: list[tuple[int, EpisodeIn]]) -> Stored:
+    now = unit.clock()
+    rows = [new_row(episode, lane=Lane.BACKGROUND, received_at=now) for _, episode in chunk]
+    inserted = set(
+        unit.session.execute(
+            unit.backend.insert_new(EPISODES).returning(
+                EpisodeRow.tenant_id, EpisodeRow.episode_id
+            ),
+            rows,
+        ).tuples()
+    )
+    stored: Stored = []
+    for (line, episode), row in zip(chunk, rows, strict=True):
+        key = (row["tenant_id"], row["episode_id"])
+        if key in inserted:
+            inserted.discard(key)  # a second line with the same id is a duplicate of this one
+            stored.append((Receipt(line, key[1], "queued"), key))
+        else:
+            stored.append((Receipt(line, _stored_id(unit, episode, key[1]), "duplicate"), None))
+    return stored
+
+
+def _stored_id(unit: Unit, episode: EpisodeIn, episode_id: str) -> str:
+    """The id under which a duplicate is stored: its own, or that of the episode that used
+    its idempotency key first."""
+    if episode.idempotency_key is None:
+        return episode_id
+    stored = unit.session.scalar(
+        select(EpisodeRow.episode_id).where(
+            EpisodeRow.tenant_id == episode.tenant_id,
+            EpisodeRow.idempotency_key == episode.idempotency_key,
+        )
+    )
+    return stored if stored is not None else episode_id
+
+
+def _hand_over(store: Store, stored: Stored, report: IngestReport) -> list[Receipt]:
+    """Process what was stored right here when no broker is configured (each episode ends
+    `done` or `failed`); else wake the workers. A broker that is down loses nothing: the
+    episodes stay `pending` and the sweeper queues them again."""
+    driven = drive(store, [key for _, key in stored if key is not None])
+    report.broker_down = report.broker_down or driven.broker_down
+    receipts = []
+    for receipt, key in stored:
+        outcome = driven.outcomes.get(key) if key is not None else None
+        if outcome is not None:
+            receipt = replace(receipt, status=outcome.status, error=outcome.error)
+        receipts.append(receipt)
+    return receipts

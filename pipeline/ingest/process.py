@@ -1,0 +1,242 @@
+"""The processing stage a worker runs for a batch of episodes: claim them, extract candidates,
+then — in one unit of work — apply the policy to every candidate, log what was decided and
+mark each episode done. A redelivered or duplicated message changes nothing: only `pending`
+episodes (or `processing` ones whose lease ran out) are claimed, and an episode is finished
+only by the claim that still owns it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import and_, or_, select, tuple_
+
+from pipeline.db.models import EpisodeRow
+from pipeline.db.store import Store
+from pipeline.db.unit import Unit
+from pipeline.errors import LlmFailure, RetryableError, SgamError
+from pipeline.extract import extract
+from pipeline.extract.guards import current_values
+from pipeline.extract.llm import LlmClient
+from pipeline.extract.result import ExtractionResult
+from pipeline.ingest.dispatch import EpisodeKey
+from pipeline.ingest.records import as_episode, trust_of
+from pipeline.ledger import events
+from pipeline.ledger.events import EventKind
+from pipeline.policy.apply import Decision, Provenance, apply_candidate
+from pipeline.policy.decide import Lane
+from pipeline.read.facts import get
+from schemas.episodes import Episode
+from schemas.pipeline_events import DecisionRecord, EpisodeProcessedPayload, RefusalRecord
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """`done`, `failed` (for good: attempts used up or a permanent error), `pending` (a
+    retryable failure: it will be tried again) or `skipped` (not this claim's to finish)."""
+
+    status: str
+    error: str | None = None
+    decisions: list[Decision] = field(default_factory=list)
+    extraction: ExtractionResult | None = None
+
+
+@dataclass(frozen=True)
+class Claimed:
+    key: EpisodeKey
+    attempt: int  # the claim's fencing token: the row's attempts when it was claimed
+    episode: Episode
+    origin: Provenance
+
+
+Extracted = ExtractionResult | SgamError | Exception
+
+
+def process_episodes(
+    store: Store, keys: Sequence[EpisodeKey], *, llm: LlmClient | None = None
+) -> dict[EpisodeKey, Outcome]:
+    claimed = store.run(lambda unit: claim(unit, keys))
+    extracted = {item.key: run_extraction(store, item.episode, llm) for item in claimed}
+    return store.run(lambda unit: finish(unit, claimed, extracted))
+
+
+def claim(unit: Unit, keys: Sequence[EpisodeKey], lane: Lane | None = None) -> list[Claimed]:
+    """Take the episodes that are waiting (or whose worker's lease ran out); other workers
+    skip the rows this one holds."""
+    if not keys:
+        return []
+    now = unit.clock()
+    query = (
+        select(EpisodeRow)
+        .where(
+            tuple_(EpisodeRow.tenant_id, EpisodeRow.episode_id).in_(list(keys)),
+            or_(
+                EpisodeRow.status == "pending",
+                and_(EpisodeRow.status == "processing", EpisodeRow.lease_until < now),
+            ),
+        )
+        .with_for_update(skip_locked=True)
+    )
+    claimed = []
+    for row in unit.session.scalars(query):
+        if row.text is None:  # purged while it waited: nothing left to read
+            row.status, row.last_error, row.finished_at = "failed", "purged", now
+            continue
+        row.status = "processing"
+        row.attempts += 1
+        row.started_at = now
+        row.lease_until = now + timedelta(seconds=unit.settings.episode_lease_s)
+        claimed.append(claimed_from(row))
+    return claimed
+
+
+def claimed_from(row: EpisodeRow) -> Claimed:
+    origin = Provenance(
+        episode_id=row.episode_id,
+        session_id=row.session_id,
+        occurred_at=row.occurred_at,
+        trust=trust_of(row),
+        lane=Lane(row.lane),
+        extractor="",
+    )
+    return Claimed((row.tenant_id, row.episode_id), row.attempts, as_episode(row), origin)
+
+
+def run_extraction(
+    store: Store, episode: Episode, llm: LlmClient | None, *, rules_only: bool = False
+) -> Extracted:
+    """Candidates for one episode; a failure is returned, to be recorded on the episode.
+    The model is asked when one is configured (unless `rules_only`). The subject's current
+    values are read only when they matter: always for the model's prompt, and for the rules
+    only once they found something (to drop restatements)."""
+    try:
+        settings = store.settings
+        if not rules_only and (llm is not None or settings.llm_configured):
+            current = _current(store, episode)
+            return extract(
+                episode, catalog=store.catalog, settings=settings, current=current, llm=llm
+            )
+        found = extract(episode, catalog=store.catalog, settings=settings, extractor="rules")
+        if not found.kept:
+            return found
+        current = _current(store, episode)
+        return extract(
+            episode, catalog=store.catalog, settings=settings, current=current, extractor="rules"
+        )
+    except Exception as error:  # recorded on the episode, which stays retryable
+        return error
+
+
+def _current(store: Store, episode: Episode) -> dict[str, list[Any]]:
+    scope = {
+        "tenant_id": episode.tenant_id,
+        "agent_id": episode.agent_id,
+        "purpose": episode.purpose,
+        "subject": episode.subject,
+    }
+    return current_values(get(store, scope))
+
+
+def finish(
+    unit: Unit, claimed: Sequence[Claimed], extracted: dict[EpisodeKey, Extracted]
+) -> dict[EpisodeKey, Outcome]:
+    """Apply and record every episode this claim still owns, in the caller's unit of work."""
+    if not claimed:
+        return {}
+    now = unit.clock()
+    tokens = {item.key: item.attempt for item in claimed}
+    query = (
+        select(EpisodeRow)
+        .where(
+            tuple_(EpisodeRow.tenant_id, EpisodeRow.episode_id).in_(list(tokens)),
+            EpisodeRow.status == "processing",
+        )
+        .with_for_update()
+    )
+    rows = {
+        (row.tenant_id, row.episode_id): row
+        for row in unit.session.scalars(query)
+        if row.attempts == tokens[(row.tenant_id, row.episode_id)]
+    }
+    outcomes: dict[EpisodeKey, Outcome] = {}
+    for item in claimed:
+        row = rows.get(item.key)
+        if row is None:
+            outcomes[item.key] = Outcome("skipped")
+            continue
+        result = extracted[item.key]
+        if isinstance(result, ExtractionResult):
+            outcomes[item.key] = _apply(unit, row, item, result)
+        else:
+            outcomes[item.key] = _failed(unit, row, result)
+        row.lease_until = None
+        if row.status != "pending":
+            row.finished_at = now
+    return outcomes
+
+
+def _apply(unit: Unit, row: EpisodeRow, item: Claimed, result: ExtractionResult) -> Outcome:
+    usage = result.usage
+    origin = Provenance(**{**item.origin.__dict__, "extractor": usage.extractor})
+    with unit.deciding_for(row.episode_id, usage.prompt_version):
+        decisions = [apply_candidate(unit, origin, candidate) for candidate in result.kept]
+        payload = EpisodeProcessedPayload(
+            episode_id=row.episode_id,
+            lane=row.lane,
+            extractor=usage.extractor,
+            prompt_version=usage.prompt_version,
+            decisions=[DecisionRecord(**decision.to_json()) for decision in decisions],
+            refused=[
+                RefusalRecord(attribute=refusal.update.attribute, reason=refusal.reason.value)
+                for refusal in result.rejected
+            ],
+        )
+        events.record(
+            unit,
+            "episode_processed",
+            payload,
+            occurred_at=unit.clock(),
+            actor="pipeline",
+            tenant_id=row.tenant_id,
+            subject=row.subject,
+            fact_ids=[d.fact.fact_id for d in decisions if d.fact is not None],
+            reason=f"{len(result.kept)} kept, {len(result.rejected)} refused",
+        )
+    row.status = "done"
+    row.last_error = row.error_kind = None
+    row.extractor = usage.extractor
+    row.prompt_version = usage.prompt_version
+    row.usage = usage.model_dump(mode="json")
+    return Outcome("done", decisions=decisions, extraction=result)
+
+
+def _failed(unit: Unit, row: EpisodeRow, error: BaseException) -> Outcome:
+    retryable = isinstance(error, RetryableError)
+    row.status = (
+        "pending" if retryable and row.attempts < unit.settings.episode_max_attempts else "failed"
+    )
+    row.last_error = describe(error)
+    row.error_kind = "retryable" if retryable else "permanent"
+    if isinstance(error, LlmFailure):
+        row.usage = error.usage.model_dump(mode="json")
+    return Outcome(row.status, row.last_error)
+
+
+def describe(error: BaseException) -> str:
+    """One line for the episode's record: the class, and the message of SGAM's own errors
+    (they never hold stored values); an unexpected error is named, not quoted."""
+    if isinstance(error, SgamError):
+        return f"{type(error).__name__}: {error}".splitlines()[0][:500]
+    return f"internal error ({type(error).__name__})"
+
+
+events.register(
+    EventKind(
+        "episode_processed",
+        EpisodeProcessedPayload,
+        description="an episode's candidates were decided (audit; replay re-derives nothing)",
+    )
+)

@@ -1,0 +1,81 @@
+"""Episodes between their three forms: what the caller sent (`EpisodeIn`), the stored row, and
+what extraction reads (`Episode`)."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from pipeline.db.models import EpisodeRow
+from pipeline.policy.decide import Lane, episode_trust
+from schemas.episodes import Episode, SourceKind
+from schemas.facts import Trust
+from schemas.intake import EpisodeIn
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def new_row(episode: EpisodeIn, *, lane: Lane, received_at: datetime) -> dict[str, Any]:
+    """The row of a newly received episode, `pending`."""
+    offset = episode.occurred_at.utcoffset() or timedelta(0)
+    return {
+        "tenant_id": episode.tenant_id,
+        "episode_id": episode.episode_id or str(uuid.uuid4()),
+        "agent_id": episode.agent_id,
+        "purpose": episode.purpose,
+        "subject": episode.subject,
+        "subject_names": list(episode.subject_names),
+        "session_id": episode.session_id,
+        "source": episode.source.value,
+        "occurred_at": episode.occurred_at,
+        "utc_offset_s": int(offset.total_seconds()),
+        "text": episode.text,
+        "text_hash": text_hash(episode.text),
+        "trust": episode.trust.value if episode.trust is not None else None,
+        "idempotency_key": episode.idempotency_key,
+        "meta": episode.metadata or None,
+        "lane": lane.value,
+        "status": "pending",
+        "attempts": 0,
+        "last_error": None,
+        "error_kind": None,
+        "redrives": 0,
+        "redriven_at": None,
+        "extractor": None,
+        "prompt_version": None,
+        "usage": None,
+        "received_at": received_at,
+        "enqueued_at": received_at,
+        "started_at": None,
+        "finished_at": None,
+        "lease_until": None,
+    }
+
+
+def trust_of(row: EpisodeRow) -> Trust:
+    """The trust the episode's candidates carry: the caller's override, else the source's."""
+    override = Trust(row.trust) if row.trust is not None else None
+    return episode_trust(row.source, override, Lane(row.lane))
+
+
+def as_episode(row: EpisodeRow) -> Episode:
+    """What extraction reads, in the sender's own offset (relative dates use it)."""
+    assert row.text is not None, "a purged episode is never processed again"
+    local = row.occurred_at.astimezone(timezone(timedelta(seconds=row.utc_offset_s)))
+    return Episode(
+        episode_id=row.episode_id,
+        tenant_id=row.tenant_id,
+        agent_id=row.agent_id,
+        purpose=row.purpose,
+        subject=row.subject,
+        subject_names=list(row.subject_names),
+        session_id=row.session_id,
+        source=SourceKind(row.source),
+        occurred_at=local,
+        text=row.text,
+        trust=trust_of(row),
+    )

@@ -1,0 +1,205 @@
+"""Episode states: `pending → processing → done | failed`. Listing them, showing one with
+everything it led to, re-driving failed ones, and the sweeper that re-queues what a broker
+lost or a worker dropped."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import and_, or_, select, tuple_, update
+
+from pipeline.db.models import CandidateRow, EpisodeRow, EventRow, FactRow, SupportRow
+from pipeline.db.store import Store
+from pipeline.db.unit import Unit
+from pipeline.errors import NotFound
+from pipeline.ingest.dispatch import EpisodeKey
+from pipeline.ledger.log import EVENT_COLUMNS
+from pipeline.validation import parse
+from schemas.facts import Fact
+from schemas.fields import Identifier, format_utc
+
+STATUSES = ("pending", "processing", "done", "failed")
+_SHOWN = [
+    "episode_id",
+    "tenant_id",
+    "agent_id",
+    "purpose",
+    "subject",
+    "session_id",
+    "source",
+    "occurred_at",
+    "text",
+    "trust",
+    "idempotency_key",
+    "meta",
+    "lane",
+    "status",
+    "attempts",
+    "last_error",
+    "extractor",
+    "prompt_version",
+    "usage",
+    "received_at",
+    "started_at",
+    "finished_at",
+]
+
+
+class EpisodeQuery(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tenant_id: Identifier
+    status: str | None = Field(default=None, pattern="^(pending|processing|done|failed)$")
+    session_id: Identifier | None = None
+    subject: Identifier | None = None
+    limit: int = Field(default=1000, ge=1, le=100_000)
+
+
+def episode_json(row: EpisodeRow) -> dict[str, Any]:
+    data = {name: getattr(row, name) for name in _SHOWN}
+    data["metadata"] = data.pop("meta") or {}
+    for name in ("occurred_at", "received_at", "started_at", "finished_at"):
+        data[name] = format_utc(data[name])
+    return data
+
+
+def list_episodes(store: Store, query: EpisodeQuery | Mapping[str, Any]) -> list[dict[str, Any]]:
+    query = parse(EpisodeQuery, query)
+    statement = select(EpisodeRow).where(EpisodeRow.tenant_id == query.tenant_id)
+    for column, value in (
+        (EpisodeRow.status, query.status),
+        (EpisodeRow.session_id, query.session_id),
+        (EpisodeRow.subject, query.subject),
+    ):
+        if value is not None:
+            statement = statement.where(column == value)
+    statement = statement.order_by(EpisodeRow.occurred_at, EpisodeRow.episode_id).limit(query.limit)
+    with store.begin() as unit:
+        return [episode_json(row) for row in unit.session.scalars(statement)]
+
+
+def show_episode(store: Store, tenant_id: str, episode_id: str) -> dict[str, Any]:
+    """The episode, the candidates it supports, the decisions taken for it and the facts it
+    is the source of. Another tenant's episode is reported exactly like a missing one."""
+    with store.begin() as unit:
+        row = unit.session.get(EpisodeRow, (tenant_id, episode_id))
+        if row is None:
+            raise NotFound(f"no episode {episode_id} in tenant {tenant_id}")
+        candidates = unit.session.scalars(
+            select(CandidateRow)
+            .join(SupportRow, SupportRow.candidate_id == CandidateRow.candidate_id)
+            .where(CandidateRow.tenant_id == tenant_id, SupportRow.episode_id == episode_id)
+        ).all()
+        decisions = unit.session.scalars(
+            select(EventRow)
+            .where(EventRow.tenant_id == tenant_id, EventRow.episode_id == episode_id)
+            .order_by(EventRow.event_id)
+        ).all()
+        facts = unit.session.scalars(
+            select(FactRow)
+            .where(
+                FactRow.tenant_id == tenant_id,
+                FactRow.source_episode_id == episode_id,
+                FactRow.superseded_at.is_(None),
+                FactRow.forgotten_at.is_(None),
+            )
+            .order_by(FactRow.attribute, FactRow.valid_from)
+        ).all()
+        return episode_json(row) | {
+            "candidates": [candidate_json(candidate) for candidate in candidates],
+            "decisions": [
+                {key: getattr(event, key) for key in EVENT_COLUMNS}
+                | {"occurred_at": format_utc(event.occurred_at)}
+                for event in decisions
+            ],
+            "facts": [
+                Fact.model_validate(fact, from_attributes=True).model_dump(mode="json")
+                for fact in facts
+            ],
+        }
+
+
+def candidate_json(row: CandidateRow) -> dict[str, Any]:
+    return {
+        "candidate_id": row.candidate_id,
+        "tenant_id": row.tenant_id,
+        "agent_id": row.agent_id,
+        "purpose": row.purpose,
+        "subject": row.subject,
+        "attribute": row.attribute,
+        "value": row.value,
+        "status": row.status,
+        "support": row.support,
+        "first_seen_at": format_utc(row.first_seen_at),
+        "last_seen_at": format_utc(row.last_seen_at),
+        "valid_from": format_utc(row.valid_from),
+        "decided_at": format_utc(row.decided_at),
+        "fact_id": row.fact_id,
+        "reason": row.reason,
+    }
+
+
+def reopen_failed(
+    unit: Unit, *, tenant_id: str | None = None, episode_ids: Sequence[str] = ()
+) -> list[EpisodeKey]:
+    """Failed episodes back to `pending` with a fresh budget of attempts; returns their keys.
+    Named episodes that are not failed are left as they are."""
+    statement = select(EpisodeRow.tenant_id, EpisodeRow.episode_id).where(
+        EpisodeRow.status == "failed", EpisodeRow.text.is_not(None)
+    )
+    if tenant_id is not None:
+        statement = statement.where(EpisodeRow.tenant_id == tenant_id)
+    if episode_ids:
+        statement = statement.where(EpisodeRow.episode_id.in_(list(episode_ids)))
+    keys: list[EpisodeKey] = [(t, e) for t, e in unit.session.execute(statement)]
+    if keys:
+        unit.session.execute(
+            update(EpisodeRow)
+            .where(tuple_(EpisodeRow.tenant_id, EpisodeRow.episode_id).in_(keys))
+            .values(status="pending", attempts=0, enqueued_at=unit.clock(), finished_at=None)
+            .execution_options(synchronize_session=False)
+        )
+    return keys
+
+
+@dataclass(frozen=True)
+class Stray:
+    """Episodes the sweeper queues again: pending ones whose wake-up is overdue (the broker may
+    have lost it) and processing ones whose worker's lease ran out."""
+
+    pending: list[EpisodeKey]
+    stuck: list[EpisodeKey]
+
+    @property
+    def keys(self) -> list[EpisodeKey]:
+        return self.pending + self.stuck
+
+
+def strays(unit: Unit, now: datetime, *, tenant_id: str | None = None) -> Stray:
+    """Find them and stamp them as queued now, so that the next sweep leaves them alone for
+    a grace period."""
+    grace = now - timedelta(seconds=unit.settings.sweep_grace_s)
+    statement = select(EpisodeRow.tenant_id, EpisodeRow.episode_id, EpisodeRow.status).where(
+        EpisodeRow.enqueued_at <= grace,
+        or_(
+            EpisodeRow.status == "pending",
+            and_(EpisodeRow.status == "processing", EpisodeRow.lease_until < now),
+        ),
+    )
+    if tenant_id is not None:
+        statement = statement.where(EpisodeRow.tenant_id == tenant_id)
+    found = unit.session.execute(statement.with_for_update(skip_locked=True)).all()
+    pending = [(t, e) for t, e, status in found if status == "pending"]
+    stuck = [(t, e) for t, e, status in found if status == "processing"]
+    if found:
+        unit.session.execute(
+            update(EpisodeRow)
+            .where(tuple_(EpisodeRow.tenant_id, EpisodeRow.episode_id).in_(pending + stuck))
+            .values(enqueued_at=now)
+            .execution_options(synchronize_session=False)
+        )
+    return Stray(pending, stuck)

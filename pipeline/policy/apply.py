@@ -1,0 +1,211 @@
+"""The policy stage's one write step: carry out the decision for each candidate in the caller's
+unit of work — write through the ledger (every rule of it applies), quarantine, or buffer —
+and say what was done. Idempotent per episode: writes carry a key derived from the episode
+and the candidate, and an episode's support is counted once, so a retry writes nothing twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from pipeline.buffer.candidates import (
+    Subject,
+    add_support,
+    open_candidate,
+    promote_if_eligible,
+    reset_contradicted,
+    settle,
+    value_hash,
+)
+from pipeline.db.unit import Unit
+from pipeline.errors import ConflictError
+from pipeline.ledger.write import write_fact
+from pipeline.policy.decide import Buffer, Lane, Quarantine, Thresholds, confidence, decide
+from schemas.buffer import SupportRecord
+from schemas.commands import PutFact
+from schemas.extraction import Candidate
+from schemas.facts import Cardinality, Fact, Trust
+from schemas.fields import canonical_json
+
+ACTOR = "pipeline"
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What the policy knows about the episode a candidate came from — never from the model."""
+
+    episode_id: str
+    session_id: str | None
+    occurred_at: datetime
+    trust: Trust
+    lane: Lane
+    extractor: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What was done with one candidate: written, quarantined, buffered, promoted, confirmed
+    or rejected (the ledger refused it; `error` says why)."""
+
+    attribute: str
+    action: str
+    reason: str
+    fact: Fact | None = None
+    candidate_id: str | None = None
+    error: ConflictError | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """Ids and reasons only: a decision record never carries the value or the evidence."""
+        return {
+            "attribute": self.attribute,
+            "action": self.action,
+            "reason": self.reason,
+            "fact_id": self.fact.fact_id if self.fact else None,
+            "candidate_id": self.candidate_id,
+        }
+
+
+def thresholds_of(unit: Unit) -> Thresholds:
+    settings = unit.settings
+    return Thresholds(
+        weak_confidence=settings.weak_confidence,
+        weak_support=settings.weak_support,
+        weak_window=timedelta(days=settings.weak_window_days),
+        buffer_window=timedelta(days=settings.buffer_window_days),
+    )
+
+
+def apply_candidate(unit: Unit, origin: Provenance, candidate: Candidate) -> Decision:
+    catalog = unit.catalog
+    spec = catalog.attributes[candidate.attribute]
+    signal = confidence(origin.extractor, candidate.evidence, catalog.synonyms(candidate.attribute))
+    verdict = decide(
+        spec,
+        trust=origin.trust,
+        lane=origin.lane,
+        confidence=signal,
+        thresholds=thresholds_of(unit),
+    )
+    where = Subject(
+        candidate.tenant_id,
+        candidate.agent_id,
+        candidate.purpose,
+        candidate.subject,
+        candidate.attribute,
+    )
+    digest = value_hash(candidate.value)
+    if spec.cardinality is Cardinality.ONE:
+        reset_contradicted(unit, where, digest, origin.occurred_at, actor=ACTOR)
+    support = SupportRecord(
+        episode_id=origin.episode_id,
+        session_id=origin.session_id,
+        occurred_at=origin.occurred_at,
+        valid_from=candidate.valid_from,
+        evidence=candidate.evidence,
+    )
+    if isinstance(verdict, Buffer):
+        row = add_support(unit, where, candidate.value, support, actor=ACTOR)
+        result = promote_if_eligible(
+            unit,
+            row,
+            times=verdict.times,
+            window=verdict.window,
+            trust=verdict.trust,
+            confidence=signal,
+            actor=ACTOR,
+        )
+        if result.refused is not None:
+            return Decision(
+                candidate.attribute,
+                "rejected",
+                str(result.refused),
+                None,
+                row.candidate_id,
+                result.refused,
+            )
+        if result.fact is not None:
+            reason = f"supported by {result.support} sessions"
+            return Decision(
+                candidate.attribute, "promoted", reason, result.fact.fact, row.candidate_id
+            )
+        return Decision(candidate.attribute, "buffered", verdict.reason, None, row.candidate_id)
+    if isinstance(verdict, Quarantine):
+        return _write(
+            unit, origin, candidate, Trust.UNTRUSTED, signal, "quarantined", verdict.reason
+        )
+    waiting = open_candidate(unit, where, digest)
+    if waiting is not None:
+        # A strong statement of a value that was waiting: the wait is over, and the fact
+        # holds from the first time it was said.
+        add_support(unit, where, candidate.value, support, actor=ACTOR)
+        status = "confirmed" if origin.lane is Lane.HOT else "promoted"
+        result = settle(
+            unit,
+            waiting,
+            status,
+            trust=verdict.trust,
+            confidence=signal,
+            actor=ACTOR,
+            reason=f"stated by episode {origin.episode_id}",
+        )
+        if result.fact is not None:
+            return Decision(
+                candidate.attribute,
+                status,
+                "it was waiting in the buffer",
+                result.fact.fact,
+                waiting.candidate_id,
+            )
+        if result.refused is not None:
+            return Decision(
+                candidate.attribute,
+                "rejected",
+                str(result.refused),
+                None,
+                waiting.candidate_id,
+                result.refused,
+            )
+    return _write(unit, origin, candidate, verdict.trust, signal, "written", "a strong signal")
+
+
+def _write(
+    unit: Unit,
+    origin: Provenance,
+    candidate: Candidate,
+    trust: Trust,
+    signal: float,
+    action: str,
+    reason: str,
+) -> Decision:
+    outcome = write_fact(
+        unit,
+        PutFact(
+            tenant_id=candidate.tenant_id,
+            agent_id=candidate.agent_id,
+            purpose=candidate.purpose,
+            subject=candidate.subject,
+            attribute=candidate.attribute,
+            value=candidate.value,
+            valid_from=candidate.valid_from,
+            source_episode_id=origin.episode_id,
+            evidence=candidate.evidence,
+            trust=trust,
+            confidence=signal,
+            actor=ACTOR,
+            idempotency_key=write_key(candidate),
+        ),
+    )
+    if isinstance(outcome, ConflictError):
+        return Decision(candidate.attribute, "rejected", str(outcome), error=outcome)
+    return Decision(candidate.attribute, action, reason, outcome.fact)
+
+
+def write_key(candidate: Candidate) -> str:
+    """The idempotency key of a candidate's write: the same episode and candidate, retried or
+    redelivered, write nothing twice."""
+    parts = [candidate.tenant_id, candidate.source_episode_id, candidate.attribute]
+    digest = hashlib.sha256("\x1f".join([*parts, canonical_json(candidate.value)]).encode())
+    return "episode:" + digest.hexdigest()[:40]

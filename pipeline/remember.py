@@ -1,0 +1,191 @@
+"""The hot path: an explicit "remember this" turn, written synchronously in the caller's request.
+
+The episode is stored, the rules extractor reads it (the model only when one is configured and
+the rules found nothing), and the policy applies with the user's own trust (`user_confirmed`):
+no recurrence buffer, and a value waiting in the buffer is confirmed. When the model fails or
+misses SGAM_HOT_PATH_DEADLINE_MS, the episode moves to the background lane and the answer says
+`deferred`: nothing is lost.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import select
+
+from pipeline.db.models import EPISODES, EpisodeRow, FactRow
+from pipeline.db.store import Store
+from pipeline.db.unit import Unit
+from pipeline.errors import ConflictError, LlmFailure
+from pipeline.extract import extract
+from pipeline.extract.llm import LlmClient
+from pipeline.extract.result import ExtractionResult
+from pipeline.ingest.drive import drive
+from pipeline.ingest.process import Claimed, claimed_from, finish, run_extraction
+from pipeline.ingest.records import new_row
+from pipeline.policy.apply import Decision
+from pipeline.policy.decide import Lane
+from pipeline.validation import parse
+from schemas.episodes import EpisodeText, SourceKind
+from schemas.facts import Fact, Trust
+from schemas.fields import Identifier, UtcDatetime
+from schemas.intake import EpisodeIn
+
+
+class RememberIn(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tenant_id: Identifier
+    subject: Identifier
+    text: EpisodeText
+    session_id: Identifier | None = None
+    at: UtcDatetime | None = Field(default=None, description="when it was said (default: now)")
+    agent_id: Identifier = "default"
+    purpose: Identifier = "default"
+    episode_id: Identifier | None = None
+    idempotency_key: Identifier | None = None
+    trust: Trust | None = None
+    source: SourceKind = SourceKind.MESSAGE
+
+
+@dataclass(frozen=True)
+class Remembered:
+    episode_id: str
+    facts: list[Fact] = field(default_factory=list)
+    rejected: list[dict[str, Any]] = field(default_factory=list)
+    deferred: bool = False
+    conflicts: list[ConflictError] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "episode_id": self.episode_id,
+            "facts": [fact.model_dump(mode="json") for fact in self.facts],
+            "rejected": self.rejected,
+            "deferred": self.deferred,
+        }
+
+
+def remember(
+    store: Store, request: RememberIn | Mapping[str, Any], *, llm: LlmClient | None = None
+) -> Remembered:
+    request = parse(RememberIn, request)
+    episode_id = request.episode_id or str(uuid.uuid4())
+    stored = store.run(lambda unit: _store(unit, request, episode_id))
+    if stored is None:
+        return _earlier(store, request, episode_id)
+    claimed, episode_id = stored
+    result = run_extraction(store, claimed.episode, None, rules_only=True)
+    if isinstance(result, ExtractionResult) and not result.kept and _has_model(store, llm):
+        result = _ask_model(store, claimed, llm)
+        if isinstance(result, Exception):
+            return _defer(store, claimed)
+    if not isinstance(result, ExtractionResult):
+        raise result
+    outcome = store.run(lambda unit: finish(unit, [claimed], {claimed.key: result}))[claimed.key]
+    return _answer(episode_id, result, outcome.decisions)
+
+
+def _store(unit: Unit, request: RememberIn, episode_id: str) -> tuple[Claimed, str] | None:
+    """The episode, committed and claimed by this request; None when it was received before."""
+    now = unit.clock()
+    episode = EpisodeIn(
+        tenant_id=request.tenant_id,
+        subject=request.subject,
+        session_id=request.session_id or f"remember:{episode_id}",
+        source=request.source,
+        occurred_at=request.at or now,
+        text=request.text,
+        episode_id=episode_id,
+        agent_id=request.agent_id,
+        purpose=request.purpose,
+        trust=request.trust,
+        idempotency_key=request.idempotency_key,
+    )
+    row = new_row(episode, lane=Lane.HOT, received_at=now)
+    row |= {
+        "status": "processing",
+        "attempts": 1,
+        "started_at": now,
+        "session_id": request.session_id,
+    }
+    inserted = unit.session.execute(
+        unit.backend.insert_new(EPISODES).returning(EpisodeRow.episode_id),
+        [row],
+    ).first()
+    if inserted is None:
+        return None
+    stored = unit.session.get(EpisodeRow, (request.tenant_id, episode_id))
+    assert stored is not None
+    return claimed_from(stored), episode_id
+
+
+def _has_model(store: Store, llm: LlmClient | None) -> bool:
+    return llm is not None or store.settings.llm_configured
+
+
+def _ask_model(
+    store: Store, claimed: Claimed, llm: LlmClient | None
+) -> ExtractionResult | Exception:
+    seconds = store.settings.hot_path_deadline_ms / 1000
+    client = (llm or LlmClient(store.settings)).within(seconds)
+    try:
+        return extract(claimed.episode, catalog=store.catalog, settings=client.settings, llm=client)
+    except LlmFailure as failure:
+        return failure
+
+
+def _defer(store: Store, claimed: Claimed) -> Remembered:
+    """The model failed or was too slow: the background lane takes the episode over."""
+
+    def hand_over(unit: Unit) -> None:
+        row = unit.session.get(EpisodeRow, claimed.key)
+        assert row is not None
+        row.lane, row.status, row.lease_until = Lane.BACKGROUND.value, "pending", None
+        row.enqueued_at = unit.clock()
+
+    store.run(hand_over)
+    if store.settings.broker_url is not None:
+        drive(store, [claimed.key])
+    return Remembered(claimed.key[1], deferred=True)
+
+
+def _answer(episode_id: str, result: ExtractionResult, decisions: list[Decision]) -> Remembered:
+    rejected = [
+        {"update": r.update.model_dump(mode="json"), "reason": r.reason.value, "message": r.message}
+        for r in result.rejected
+    ]
+    conflicts = [d.error for d in decisions if d.error is not None]
+    for candidate, decision in zip(result.kept, decisions, strict=True):
+        if decision.error is not None:
+            update = {"attribute": candidate.attribute, "value": candidate.value}
+            reason = type(decision.error).__name__
+            rejected.append({"update": update, "reason": reason, "message": str(decision.error)})
+    facts = [d.fact for d in decisions if d.fact is not None]
+    return Remembered(episode_id, facts, rejected, conflicts=conflicts)
+
+
+def _earlier(store: Store, request: RememberIn, episode_id: str) -> Remembered:
+    """A repeated episode id or idempotency key: what the first request wrote."""
+    with store.begin() as unit:
+        condition = (
+            EpisodeRow.idempotency_key == request.idempotency_key
+            if request.idempotency_key is not None
+            else EpisodeRow.episode_id == episode_id
+        )
+        row = unit.session.scalars(
+            select(EpisodeRow).where(EpisodeRow.tenant_id == request.tenant_id, condition)
+        ).one()
+        row_id, status = row.episode_id, row.status
+        facts = unit.session.scalars(
+            select(FactRow).where(
+                FactRow.tenant_id == request.tenant_id,
+                FactRow.source_episode_id == row_id,
+                FactRow.superseded_at.is_(None),
+            )
+        ).all()
+        written = [Fact.model_validate(fact, from_attributes=True) for fact in facts]
+    return Remembered(row_id, written, deferred=status in ("pending", "processing"))

@@ -1,0 +1,66 @@
+"""The Celery app: queues, acknowledgement, time limits and the beat schedule.
+
+Every setting that differs from Celery's default says why. Configuration comes from the same
+SGAM_* settings as everything else; SGAM_BROKER_URL must be set (unset means inline mode, in
+which no worker runs).
+"""
+
+from __future__ import annotations
+
+from celery import Celery
+from celery.schedules import crontab
+
+from pipeline.errors import InvalidInput
+from pipeline.ingest.dispatch import (
+    CONSOLIDATE_QUEUE,
+    CONSOLIDATE_TASK,
+    EXTRACT_QUEUE,
+    EXTRACT_TASK,
+    SWEEP_TASK,
+)
+from pipeline.settings import load_settings
+
+settings = load_settings()
+if settings.broker_url is None:
+    raise InvalidInput("SGAM_BROKER_URL", "is not set: workers need a broker (redis://...)")
+
+app = Celery("sgam", broker=settings.broker_url, include=["workers.tasks"])
+minute, hour, day_of_month, month_of_year, day_of_week = settings.consolidate_cron.split()
+app.conf.update(
+    # Tasks are idempotent per episode, so a message is acknowledged only after its work is
+    # committed: a worker that dies mid-task leaves it to be delivered again.
+    task_acks_late=True,
+    # ...and a child process killed by the OS (SIGKILL, OOM) hands its message back at once.
+    task_reject_on_worker_lost=True,
+    # One unacknowledged message per process: a crash strands at most one batch.
+    worker_prefetch_multiplier=1,
+    # Results are written to the database; nothing reads Celery's result backend.
+    task_ignore_result=True,
+    task_time_limit=settings.task_time_limit_s,
+    task_soft_time_limit=max(1, settings.task_time_limit_s - 10),
+    task_default_queue=EXTRACT_QUEUE,
+    task_routes={
+        EXTRACT_TASK: {"queue": EXTRACT_QUEUE},
+        SWEEP_TASK: {"queue": CONSOLIDATE_QUEUE},
+        CONSOLIDATE_TASK: {"queue": CONSOLIDATE_QUEUE},
+    },
+    # Redis redelivers an unacknowledged message after this; the sweeper is faster.
+    broker_transport_options={"visibility_timeout": settings.episode_lease_s * 2},
+    broker_connection_retry_on_startup=True,
+    enable_utc=True,
+    timezone="UTC",
+    beat_schedule={
+        # The broker may lose messages (Redis here keeps nothing on disk): re-queue strays.
+        "sweep": {"task": SWEEP_TASK, "schedule": float(settings.sweep_interval_s)},
+        "consolidate": {
+            "task": CONSOLIDATE_TASK,
+            "schedule": crontab(
+                minute=minute,
+                hour=hour,
+                day_of_month=day_of_month,
+                month_of_year=month_of_year,
+                day_of_week=day_of_week,
+            ),
+        },
+    },
+)

@@ -1,0 +1,51 @@
+"""Thin tasks: ids in, one pipeline call, nothing else. Each worker process opens its store
+once."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from celery import Task
+
+from pipeline.consolidate import consolidate as consolidate_all
+from pipeline.db.store import Store, open_store
+from pipeline.errors import RetryableError
+from pipeline.ingest.dispatch import CONSOLIDATE_TASK, EXTRACT_TASK, SWEEP_TASK
+from pipeline.ingest.drive import sweep as sweep_strays
+from pipeline.ingest.process import process_episodes
+from workers.app import app, settings
+
+
+@cache
+def store() -> Store:
+    return open_store(settings)
+
+
+@app.task(
+    name=EXTRACT_TASK,
+    bind=True,
+    # The store busy or down, or the whole batch's transaction failing on contention: a few
+    # retries with backoff; the episodes stay in the database whatever happens.
+    autoretry_for=(RetryableError,),
+    max_retries=settings.episode_max_attempts,
+    retry_backoff=True,
+    retry_backoff_max=60,
+    retry_jitter=True,
+)
+def extract_episodes(self: Task, keys: list[list[str]]) -> None:
+    outcomes = process_episodes(store(), [(tenant, episode) for tenant, episode in keys])
+    waiting = [list(key) for key, outcome in outcomes.items() if outcome.status == "pending"]
+    if waiting:  # an LLM failure that may pass: try those episodes again, later
+        raise self.retry(args=[waiting], countdown=min(60, 2 ** (self.request.retries + 1)))
+
+
+@app.task(name=SWEEP_TASK)
+def sweep() -> dict[str, Any]:
+    pending, stuck, driven = sweep_strays(store())
+    return {"pending": pending, "stuck": stuck, "sent": driven.sent}
+
+
+@app.task(name=CONSOLIDATE_TASK)
+def consolidate() -> dict[str, Any]:
+    return consolidate_all(store(), {}).to_json()
