@@ -16,10 +16,12 @@ from pipeline.errors import (
     FactConflict,
     IdempotencyConflict,
     InvalidInput,
+    InvalidLines,
     LlmAnswerInvalid,
     LlmFailure,
     LlmRequestRejected,
     LlmUnavailable,
+    NotBuffered,
     NotFound,
     NotQuarantined,
     PermanentError,
@@ -32,11 +34,17 @@ from pipeline.errors import (
 )
 
 if TYPE_CHECKING:
+    from pipeline.buffer.review import confirm, list_candidates, reject
     from pipeline.catalog.check import CatalogProblem, check_catalog
+    from pipeline.consolidation import Report, consolidate
     from pipeline.db.store import Store, open_store
     from pipeline.db.unit import Unit
+    from pipeline.episodes.drive import retry, sweep
+    from pipeline.episodes.intake import IngestReport, Receipt, ingest
+    from pipeline.episodes.states import list_episodes, show_episode
     from pipeline.extract.llm import LlmClient
     from pipeline.extract.result import ExtractionResult
+    from pipeline.hot_path import Remembered, remember
     from pipeline.ledger.expire import ExpireResult, expire, expire_key
     from pipeline.ledger.forget import ForgetResult, forget, forget_subject
     from pipeline.ledger.log import decision_log
@@ -49,6 +57,20 @@ if TYPE_CHECKING:
     from pipeline.settings import Settings, load_settings
 
 _LAZY = {
+    "confirm": "pipeline.buffer.review",
+    "list_candidates": "pipeline.buffer.review",
+    "reject": "pipeline.buffer.review",
+    "Report": "pipeline.consolidation",
+    "consolidate": "pipeline.consolidation",
+    "retry": "pipeline.episodes.drive",
+    "sweep": "pipeline.episodes.drive",
+    "IngestReport": "pipeline.episodes.intake",
+    "Receipt": "pipeline.episodes.intake",
+    "ingest": "pipeline.episodes.intake",
+    "list_episodes": "pipeline.episodes.states",
+    "show_episode": "pipeline.episodes.states",
+    "Remembered": "pipeline.hot_path",
+    "remember": "pipeline.hot_path",
     "CatalogProblem": "pipeline.catalog.check",
     "check_catalog": "pipeline.catalog.check",
     "Store": "pipeline.db.store",
@@ -104,17 +126,23 @@ __all__ = [
     "FactQuery",
     "ForgetResult",
     "IdempotencyConflict",
+    "IngestReport",
     "InvalidInput",
+    "InvalidLines",
     "LlmAnswerInvalid",
     "LlmClient",
     "LlmFailure",
     "LlmRequestRejected",
     "LlmUnavailable",
+    "NotBuffered",
     "NotFound",
     "NotQuarantined",
     "PermanentError",
     "PutResult",
+    "Receipt",
+    "Remembered",
     "ReplayReport",
+    "Report",
     "RetryableError",
     "Settings",
     "SgamError",
@@ -126,6 +154,8 @@ __all__ = [
     "VersionConflict",
     "assemble",
     "check_catalog",
+    "confirm",
+    "consolidate",
     "decision_log",
     "expire",
     "expire_key",
@@ -133,11 +163,19 @@ __all__ = [
     "forget_subject",
     "get",
     "history",
+    "ingest",
+    "list_candidates",
+    "list_episodes",
     "load_settings",
     "open_store",
     "promote",
     "promote_fact",
     "put",
+    "reject",
+    "remember",
     "replay",
+    "retry",
+    "show_episode",
+    "sweep",
     "write_fact",
 ]

@@ -10,14 +10,14 @@ from __future__ import annotations
 from celery import Celery
 from celery.schedules import crontab
 
-from pipeline.errors import InvalidInput
-from pipeline.ingest.dispatch import (
+from pipeline.episodes.dispatch import (
     CONSOLIDATE_QUEUE,
     CONSOLIDATE_TASK,
     EXTRACT_QUEUE,
     EXTRACT_TASK,
     SWEEP_TASK,
 )
+from pipeline.errors import InvalidInput
 from pipeline.settings import load_settings
 
 settings = load_settings()

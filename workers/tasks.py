@@ -8,12 +8,12 @@ from typing import Any
 
 from celery import Task
 
-from pipeline.consolidate import consolidate as consolidate_all
+from pipeline.consolidation import consolidate as consolidate_all
 from pipeline.db.store import Store, open_store
+from pipeline.episodes.dispatch import CONSOLIDATE_TASK, EXTRACT_TASK, SWEEP_TASK
+from pipeline.episodes.drive import sweep as sweep_strays
+from pipeline.episodes.process import process_episodes
 from pipeline.errors import RetryableError
-from pipeline.ingest.dispatch import CONSOLIDATE_TASK, EXTRACT_TASK, SWEEP_TASK
-from pipeline.ingest.drive import sweep as sweep_strays
-from pipeline.ingest.process import process_episodes
 from workers.app import app, settings
 
 

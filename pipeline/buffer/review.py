@@ -13,7 +13,7 @@ from pipeline.buffer.candidates import Buffered, buffered_candidate, close, sett
 from pipeline.db.models import CandidateRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
-from pipeline.ingest.states import candidate_json
+from pipeline.episodes.states import candidate_json
 from pipeline.validation import parse
 from schemas.facts import Trust
 from schemas.fields import Identifier

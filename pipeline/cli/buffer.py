@@ -83,8 +83,8 @@ def consolidate(as_json: bool, **options: Any) -> None:
     """The nightly run: promote eligible candidates, expire stale ones and facts past their
     retention, re-drive failed episodes, re-queue stuck ones; prints and logs a report.
     Running it twice at the same --now changes nothing the second time."""
-    from pipeline.consolidate import STEPS
-    from pipeline.consolidate import consolidate as run
+    from pipeline.consolidation import STEPS
+    from pipeline.consolidation import consolidate as run
 
     with opened_store() as store:
         if sys.stderr.isatty():

@@ -24,7 +24,7 @@ def ingest(file: Path, skip_invalid: bool, as_json: bool) -> None:
 
     With a broker (SGAM_BROKER_URL) the workers process them; without, this command does,
     and each episode ends done or failed before it returns. Prints one receipt per line."""
-    from pipeline.ingest.intake import ingest as ingest_episodes
+    from pipeline.episodes.intake import ingest as ingest_episodes
 
     objects, numbers, bad = read_objects(file)
     if bad and not skip_invalid:
@@ -91,7 +91,7 @@ def remember(
 
     Exit 0 when something was written (or deferred to the workers), 1 when nothing was found
     to remember, 3 when the ledger refused a write (the facts involved are named)."""
-    from pipeline.remember import remember as remember_now
+    from pipeline.hot_path import remember as remember_now
 
     fields = {
         "tenant_id": tenant,
@@ -130,8 +130,8 @@ def episodes(context: click.Context, /, tenant: str | None, as_json: bool, **opt
     """List a tenant's episodes with their states (or: show, retry)."""
     if context.invoked_subcommand is not None:
         return
+    from pipeline.episodes.states import list_episodes
     from pipeline.errors import InvalidInput
-    from pipeline.ingest.states import list_episodes
 
     if tenant is None:
         raise InvalidInput("tenant", "is required to list episodes")
@@ -158,7 +158,7 @@ def episodes(context: click.Context, /, tenant: str | None, as_json: bool, **opt
 @json_output
 def episodes_show(episode_id: str, tenant: str, as_json: bool) -> None:
     """The episode, its candidates, the decisions taken and the facts written."""
-    from pipeline.ingest.states import show_episode
+    from pipeline.episodes.states import show_episode
 
     with opened_store() as store:
         shown = show_episode(store, tenant, episode_id)
@@ -187,7 +187,7 @@ def episodes_show(episode_id: str, tenant: str, as_json: bool) -> None:
 @json_output
 def episodes_retry(episode_ids: tuple[str, ...], tenant: str | None, as_json: bool) -> None:
     """Re-drive failed episodes (all of them, a tenant's, or the named ones)."""
-    from pipeline.ingest.drive import retry
+    from pipeline.episodes.drive import retry
 
     with opened_store() as store:
         keys, driven = retry(store, tenant_id=tenant, episode_ids=episode_ids)

@@ -47,7 +47,7 @@ def beat(schedule: str, loglevel: str) -> None:
 @json_output
 def sweep(as_json: bool) -> None:
     """Queue again the episodes a broker lost or a worker dropped (what beat runs each minute)."""
-    from pipeline.ingest.drive import sweep as sweep_now
+    from pipeline.episodes.drive import sweep as sweep_now
 
     with opened_store() as store:
         pending, stuck, driven = sweep_now(store)

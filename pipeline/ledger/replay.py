@@ -17,14 +17,14 @@ from sqlalchemy import func, insert, select, text
 
 # Every module that registers an event kind, so that the registry is complete here: the
 # ledger's own, the recurrence buffer's, and the pipeline's audit records.
-from pipeline import consolidate  # noqa: F401
+from pipeline import consolidation  # noqa: F401
 from pipeline.buffer import candidates  # noqa: F401
 from pipeline.db.migrations import HEAD
 from pipeline.db.models import EPISODES, ClaimRow, EventRow, FactRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
+from pipeline.episodes import process  # noqa: F401
 from pipeline.errors import InvalidInput
-from pipeline.ingest import process  # noqa: F401
 from pipeline.ledger import expire, forget, promote, write  # noqa: F401
 from pipeline.ledger.events import kind_of, parse_payload
 from pipeline.ledger.log import EVENT_COLUMNS

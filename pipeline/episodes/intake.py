@@ -20,10 +20,10 @@ from sqlalchemy import select
 from pipeline.db.models import EPISODES, EpisodeRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
+from pipeline.episodes.dispatch import EpisodeKey
+from pipeline.episodes.drive import drive
+from pipeline.episodes.records import new_row
 from pipeline.errors import InvalidLines
-from pipeline.ingest.dispatch import EpisodeKey
-from pipeline.ingest.drive import drive
-from pipeline.ingest.records import new_row
 from pipeline.policy.decide import Lane
 from pipeline.validation import invalid
 from schemas.intake import EpisodeIn

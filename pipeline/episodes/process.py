@@ -17,13 +17,13 @@ from sqlalchemy import and_, or_, select, tuple_
 from pipeline.db.models import EpisodeRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
+from pipeline.episodes.dispatch import EpisodeKey
+from pipeline.episodes.records import as_episode, trust_of
 from pipeline.errors import LlmFailure, RetryableError, SgamError
 from pipeline.extract import extract
 from pipeline.extract.guards import current_values
 from pipeline.extract.llm import LlmClient
 from pipeline.extract.result import ExtractionResult
-from pipeline.ingest.dispatch import EpisodeKey
-from pipeline.ingest.records import as_episode, trust_of
 from pipeline.ledger import events
 from pipeline.ledger.events import EventKind
 from pipeline.policy.apply import Decision, Provenance, apply_candidate

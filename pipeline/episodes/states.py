@@ -15,8 +15,8 @@ from sqlalchemy import and_, or_, select, tuple_, update
 from pipeline.db.models import CandidateRow, EpisodeRow, EventRow, FactRow, SupportRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
+from pipeline.episodes.dispatch import EpisodeKey
 from pipeline.errors import NotFound
-from pipeline.ingest.dispatch import EpisodeKey
 from pipeline.ledger.log import EVENT_COLUMNS
 from pipeline.validation import parse
 from schemas.facts import Fact

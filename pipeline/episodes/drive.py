@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from pipeline.db.store import Store
+from pipeline.episodes.dispatch import EpisodeKey, send_extract
+from pipeline.episodes.process import Outcome, process_episodes
+from pipeline.episodes.states import reopen_failed, strays
 from pipeline.errors import StoreUnavailable
 from pipeline.extract.llm import LlmClient
-from pipeline.ingest.dispatch import EpisodeKey, send_extract
-from pipeline.ingest.process import Outcome, process_episodes
-from pipeline.ingest.states import reopen_failed, strays
 
 # Inline mode retries a retryable failure after these pauses (seconds), within the budget of
 # SGAM_EPISODE_MAX_ATTEMPTS attempts per episode.

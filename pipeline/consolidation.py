@@ -20,9 +20,9 @@ from pipeline.buffer.rules import stale
 from pipeline.db.models import CandidateRow, EpisodeRow, EventRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
+from pipeline.episodes.dispatch import EpisodeKey
+from pipeline.episodes.drive import drive, sweep
 from pipeline.errors import InvalidInput
-from pipeline.ingest.dispatch import EpisodeKey
-from pipeline.ingest.drive import drive, sweep
 from pipeline.ledger import events
 from pipeline.ledger.events import EventKind
 from pipeline.ledger.expire import expire

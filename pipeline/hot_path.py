@@ -20,13 +20,13 @@ from sqlalchemy import select
 from pipeline.db.models import EPISODES, EpisodeRow, FactRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
+from pipeline.episodes.drive import drive
+from pipeline.episodes.process import Claimed, claimed_from, finish, run_extraction
+from pipeline.episodes.records import new_row
 from pipeline.errors import ConflictError, LlmFailure
 from pipeline.extract import extract
 from pipeline.extract.llm import LlmClient
 from pipeline.extract.result import ExtractionResult
-from pipeline.ingest.drive import drive
-from pipeline.ingest.process import Claimed, claimed_from, finish, run_extraction
-from pipeline.ingest.records import new_row
 from pipeline.policy.apply import Decision
 from pipeline.policy.decide import Lane
 from pipeline.validation import parse
