@@ -108,14 +108,11 @@ Stored = list[tuple[Receipt, EpisodeKey | None]]
 def _store_chunk(unit: Unit, *, chunk: list[tuple[int, EpisodeIn]]) -> Stored:
     now = unit.clock()
     rows = [new_row(episode, lane=Lane.BACKGROUND, received_at=now) for _, episode in chunk]
-    inserted = set(
-        unit.session.execute(
-            unit.backend.insert_new(EPISODES).returning(
-                EpisodeRow.tenant_id, EpisodeRow.episode_id
-            ),
-            rows,
-        ).tuples()
+    returned = unit.session.execute(
+        unit.backend.insert_new(EPISODES).returning(EpisodeRow.tenant_id, EpisodeRow.episode_id),
+        rows,
     )
+    inserted = {(tenant, episode_id) for tenant, episode_id in returned}
     stored: Stored = []
     for (line, episode), row in zip(chunk, rows, strict=True):
         key = (row["tenant_id"], row["episode_id"])
