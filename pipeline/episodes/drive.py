@@ -62,16 +62,24 @@ def process_until_settled(
 
 
 def retry(
-    store: Store, *, tenant_id: str | None = None, episode_ids: Sequence[str] = ()
+    store: Store,
+    *,
+    tenant_id: str | None = None,
+    episode_ids: Sequence[str] = (),
+    llm: LlmClient | None = None,
 ) -> tuple[list[EpisodeKey], Driven]:
     """Failed episodes (all, a tenant's, or the named ones) back to work."""
     keys = store.run(lambda unit: reopen_failed(unit, tenant_id=tenant_id, episode_ids=episode_ids))
-    return keys, drive(store, keys)
+    return keys, drive(store, keys, llm=llm)
 
 
 def sweep(
-    store: Store, *, now: datetime | None = None, tenant_id: str | None = None
+    store: Store,
+    *,
+    now: datetime | None = None,
+    tenant_id: str | None = None,
+    llm: LlmClient | None = None,
 ) -> tuple[int, int, Driven]:
     """Queue again what waits too long: (pending re-queued, stuck re-queued, how)."""
     found = store.run(lambda unit: strays(unit, now or unit.clock(), tenant_id=tenant_id))
-    return len(found.pending), len(found.stuck), drive(store, found.keys)
+    return len(found.pending), len(found.stuck), drive(store, found.keys, llm=llm)

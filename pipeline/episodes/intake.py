@@ -24,6 +24,7 @@ from pipeline.episodes.dispatch import EpisodeKey
 from pipeline.episodes.drive import drive
 from pipeline.episodes.records import new_row
 from pipeline.errors import InvalidLines
+from pipeline.extract.llm import LlmClient
 from pipeline.policy.decide import Lane
 from pipeline.validation import invalid
 from schemas.intake import EpisodeIn
@@ -85,6 +86,7 @@ def ingest(
     skip_invalid: bool = False,
     progress: Progress | None = None,
     line_numbers: Sequence[int] | None = None,
+    llm: LlmClient | None = None,
 ) -> IngestReport:
     """Store episodes (one or many) and hand them to the workers; receipts in input order."""
     items = [episodes] if isinstance(episodes, EpisodeIn | Mapping) else list(episodes)
@@ -96,7 +98,7 @@ def ingest(
     for start in range(0, len(valid), chunk_size):
         chunk = valid[start : start + chunk_size]
         stored = store.run(partial(_store_chunk, chunk=chunk))
-        report.receipts += _hand_over(store, stored, report)
+        report.receipts += _hand_over(store, stored, report, llm)
         if progress is not None:
             progress(len(chunk))
     return report
@@ -138,11 +140,13 @@ def _stored_id(unit: Unit, episode: EpisodeIn, episode_id: str) -> str:
     return stored if stored is not None else episode_id
 
 
-def _hand_over(store: Store, stored: Stored, report: IngestReport) -> list[Receipt]:
+def _hand_over(
+    store: Store, stored: Stored, report: IngestReport, llm: LlmClient | None
+) -> list[Receipt]:
     """Process what was stored right here when no broker is configured (each episode ends
     `done` or `failed`); else wake the workers. A broker that is down loses nothing: the
     episodes stay `pending` and the sweeper queues them again."""
-    driven = drive(store, [key for _, key in stored if key is not None])
+    driven = drive(store, [key for _, key in stored if key is not None], llm=llm)
     report.broker_down = report.broker_down or driven.broker_down
     receipts = []
     for receipt, key in stored:

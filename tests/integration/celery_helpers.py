@@ -1,0 +1,140 @@
+"""Real Celery workers and beat for the pipeline's tests: separate processes on the local
+Redis (a database number of their own) and a PostgreSQL database of their own."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import redis
+from sqlalchemy import create_engine, func, make_url, select, text
+
+from pipeline.db.models import EpisodeRow
+
+REDIS_URL = os.environ.get("SGAM_TEST_REDIS_URL", "redis://127.0.0.1:6379/7")
+
+
+def celery_database_url(postgres_url: str) -> str:
+    url = make_url(postgres_url)
+    return url.set(database=f"{url.database}_celery").render_as_string(hide_password=False)
+
+
+def worker_env(database_url: str, **settings: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "SGAM_DATABASE_URL": database_url,
+        "SGAM_BROKER_URL": REDIS_URL,
+        "SGAM_EPISODE_LEASE_S": "10",
+        "SGAM_SWEEP_GRACE_S": "2",
+        "SGAM_SWEEP_INTERVAL_S": "1",
+        "SGAM_WORKER_BATCH": "25",
+        **settings,
+    }
+
+
+@dataclass
+class Celery:
+    """Worker and beat processes started for one test, stopped after it."""
+
+    env: dict[str, str]
+    workdir: Path
+    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def _start(self, *args: str) -> subprocess.Popen[bytes]:
+        with open(self.workdir / f"celery-{len(self.processes)}.log", "wb") as log:
+            process = subprocess.Popen(  # the child keeps its own copy of the log's descriptor
+                [sys.executable, "-m", "celery", "-A", "workers.app", *args],
+                env=self.env,
+                cwd=self.workdir,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group: SIGKILL reaches the pool too
+            )
+        self.processes.append(process)
+        return process
+
+    def worker(self, concurrency: int = 2) -> subprocess.Popen[bytes]:
+        return self._start(
+            "worker",
+            "--queues",
+            "extract,consolidate",
+            "--concurrency",
+            str(concurrency),
+            "--loglevel",
+            "info",
+            "--without-mingle",
+            "--without-gossip",
+            "--hostname",
+            f"w{len(self.processes)}-{os.getpid()}@%h",
+        )
+
+    def beat(self) -> subprocess.Popen[bytes]:
+        return self._start(
+            "beat", "--loglevel", "info", "--schedule", str(self.workdir / "beat-schedule")
+        )
+
+    @staticmethod
+    def kill(process: subprocess.Popen[bytes]) -> None:
+        """SIGKILL the worker and every process of its pool, as the OOM killer would."""
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+
+    def stop(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in self.processes:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=10)
+
+    def logs(self) -> str:
+        return "\n".join(
+            path.read_text(errors="replace") for path in sorted(self.workdir.glob("celery-*.log"))
+        )
+
+
+def flush_redis(everything: bool = False) -> None:
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        client.flushall() if everything else client.flushdb()
+    finally:
+        client.close()
+
+
+def episode_counts(database_url: str) -> dict[str, int]:
+    engine = create_engine(database_url)
+    try:
+        with engine.connect() as connection:
+            rows = connection.execute(
+                select(EpisodeRow.status, func.count()).group_by(EpisodeRow.status)
+            ).all()
+    finally:
+        engine.dispose()
+    return {status: count for status, count in rows}
+
+
+def wait_for(check: Callable[[], bool], timeout: float, what: str, logs: Callable[[], str]) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}\n{logs()[-4000:]}")
+
+
+def count(database_url: str, statement: str) -> int:
+    engine = create_engine(database_url)
+    try:
+        with engine.connect() as connection:
+            return int(connection.execute(text(statement)).scalar_one())
+    finally:
+        engine.dispose()

@@ -1,0 +1,122 @@
+"""The pipeline with a model: the endpoint fails (through an injected transport), episodes end
+`failed` with the reason and the hot path defers; once it recovers, `retry` and the sweeper
+complete them through the real server's recorded answers (tests/cassettes/README.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx2
+import pytest
+
+import pipeline
+from pipeline.db.store import Store, open_store
+from pipeline.extract.llm import LlmClient
+from pipeline.extract.prompting import PROMPT_NAME
+from tests.integration.cassettes import cassette
+from tests.integration.pipeline_helpers import TENANT, episode
+from tests.integration.test_extract_cassettes import MODEL, recorded_tokens
+from tests.integration.test_extract_cassettes import settings as llm_settings
+
+# Nothing the rules extractor matches: only the model can read anything from it (and this
+# one, recorded, the small model answered in valid JSON: see tests/cassettes/README.md).
+TEXT = "The river view from my Lisbon flat is lovely."
+
+
+class Switch(httpx2.BaseTransport):
+    """The endpoint as the pipeline sees it: refusing connections until switched up, then the
+    real HTTP transport (which vcrpy replays from the cassette)."""
+
+    def __init__(self) -> None:
+        self.down = True
+        self.refused = 0
+        self.real = httpx2.HTTPTransport()
+
+    def close(self) -> None:
+        self.real.close()
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        if self.down:
+            self.refused += 1
+            raise httpx2.ConnectError("connection refused", request=request)
+        return self.real.handle_request(request)
+
+
+@pytest.fixture
+def llm_store(tmp_path: Path) -> Iterator[Store]:
+    settings = llm_settings(
+        database_url=f"sqlite:///{tmp_path / 'llm.sqlite3'}",
+        llm_max_attempts=1,  # one request per extraction: no transport retries
+        llm_max_reasks=3,  # a model this small needs a few tries to answer in valid JSON
+        episode_max_attempts=2,
+    )
+    store = open_store(settings)
+    yield store
+    store.dispose()
+
+
+def _assert_done_by_the_model(store: Store, episode_id: str, played: object) -> None:
+    shown = pipeline.show_episode(store, TENANT, episode_id)
+    assert (shown["status"], shown["extractor"]) == ("done", f"llm:{MODEL}")
+    assert shown["prompt_version"] == PROMPT_NAME
+    usage = shown["usage"]
+    assert (usage["prompt_tokens"], usage["completion_tokens"]) == recorded_tokens(played)
+    assert shown["decisions"], "at least the episode's own record"
+    for decision in shown["decisions"]:
+        assert (decision["episode_id"], decision["prompt_version"]) == (episode_id, PROMPT_NAME)
+
+
+def test_failed_episodes_say_why_and_retry_completes_them(
+    llm_store: Store, request: pytest.FixtureRequest
+) -> None:
+    switch = Switch()
+    client = LlmClient(llm_store.settings, switch)
+    request.addfinalizer(client.close)
+
+    (receipt,) = pipeline.ingest(
+        llm_store, episode("My plan is pro.", "2026-06-01T09:00:00Z", "s1"), llm=client
+    ).receipts
+
+    assert receipt.status == "failed"
+    assert receipt.error is not None
+    assert receipt.error.startswith("LlmUnavailable")
+    assert switch.refused == 2  # SGAM_EPISODE_MAX_ATTEMPTS attempts, then failed for good
+    failed = pipeline.show_episode(llm_store, TENANT, receipt.episode_id)
+    assert (failed["status"], failed["attempts"]) == ("failed", 2)
+
+    switch.down = False
+    with cassette(request) as played:
+        keys, driven = pipeline.retry(llm_store, tenant_id=TENANT, llm=client)
+
+    assert keys == [(TENANT, receipt.episode_id)]
+    assert driven.outcomes[keys[0]].status == "done"
+    _assert_done_by_the_model(llm_store, receipt.episode_id, played)
+
+
+def test_the_hot_path_defers_when_the_model_fails_and_the_sweeper_completes_it(
+    llm_store: Store, request: pytest.FixtureRequest
+) -> None:
+    switch = Switch()
+    client = LlmClient(llm_store.settings, switch)
+    request.addfinalizer(client.close)
+
+    # A fixed time: the prompt names it, and the cassette is matched on the prompt.
+    said_at = "2026-06-01T09:00:00Z"
+    said = pipeline.remember(
+        llm_store, {"tenant_id": TENANT, "subject": "mira", "text": TEXT, "at": said_at}, llm=client
+    )
+
+    assert (said.deferred, said.facts) == (True, [])
+    waiting = pipeline.show_episode(llm_store, TENANT, said.episode_id)
+    assert (waiting["status"], waiting["lane"]) == ("pending", "background")
+
+    switch.down = False
+    later = datetime.now(UTC) + timedelta(seconds=llm_store.settings.sweep_grace_s + 1)
+    with cassette(request) as played:
+        pending, stuck, driven = pipeline.sweep(llm_store, now=later, llm=client)
+
+    assert (pending, stuck) == (1, 0)
+    assert driven.outcomes[(TENANT, said.episode_id)].status == "done"
+    _assert_done_by_the_model(llm_store, said.episode_id, played)
