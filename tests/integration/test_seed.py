@@ -23,14 +23,32 @@ NOW = "2026-06-04T00:00:00Z"
 BEFORE_CORRECTION = "2026-06-02T00:00:00Z"
 BEFORE_E1 = "2026-05-31T00:00:00Z"
 
-SEED_OUTPUT = """\
-SGAM current state:
-  mira.passport_deadline = 2026-06-30
-  valid_from=2026-06-03T10:00:00Z, source=e2
+# What `sgam demo` shows of the seed's trace, through the whole pipeline (ids and clock times
+# left out: they differ from run to run).
+DEMO_LINES = [
+    "       done: passport_deadline written (a strong signal)",
+    "       done: answer_style buffered (the catalogue asks for 2 sessions)",
+    "       done: answer_style promoted (supported by 2 sessions)",
+    "       done: birthday quarantined (a sensitive attribute not stated on the hot path)",
+    "  e0 (2026-05-30T08:00:00Z): My passport deadline is 2026-08-01.",
+    "  e1 (2026-06-01T09:00:00Z): Remember that my passport deadline is 2026-07-15.",
+    "  e3 (2026-06-03T10:00:00Z): Actually, my passport deadline is 2026-06-30.",
+    '  answer_style = "concise"  from 2026-06-01T09:02:00Z  source=e2  trust=inferred',
+    '  home_city = "Lisbon"  from 2026-06-05T08:00:00Z  source=e6  trust=inferred',
+    '  passport_deadline = "2026-06-30"  from 2026-06-03T10:00:00Z  source=e3  trust=inferred',
+    "  (birthday is quarantined: sensitive, and not said on the hot path)",
+    "  on 2026-06-02 (before the correction took effect): 2026-07-15 (source e1)",
+    "  on 2026-05-31 (the late episode e0): 2026-08-01 (source e0)",
+    "  for 2026-06-04, as believed before e3 was recorded: 2026-07-15 (source e1)",
+    "  done, background lane, extractor rules",
+    "  decision episode_processed: 1 kept, 0 refused",
+]
 
-SGAM point-in-time state:
-  on 2026-06-02, mira.passport_deadline = 2026-07-15
-"""
+
+def _shows_the_flow(output: str) -> None:
+    lines = output.splitlines()
+    for expected in DEMO_LINES:
+        assert expected in lines, expected
 
 
 def test_seed_trace_through_the_api(store: Store) -> None:
@@ -188,7 +206,7 @@ def test_cli_get_prints_null_and_exits_1_when_nothing_holds(
     assert out.strip() == "[]"
 
 
-def test_sgam_demo_prints_the_seed_output_on_a_store_of_its_own(
+def test_sgam_demo_shows_the_whole_flow_on_a_store_of_its_own(
     store: Store,
     cli_env: Callable[[], None],
     capsys: pytest.CaptureFixture[str],
@@ -199,17 +217,12 @@ def test_sgam_demo_prints_the_seed_output_on_a_store_of_its_own(
     capsys.readouterr()
     assert run(["demo"]) == 0
     first = capsys.readouterr().out
-    assert first.startswith(SEED_OUTPUT)
-    extra = first.removeprefix(SEED_OUTPUT).splitlines()
-    assert extra == [
-        "  on 2026-05-31, mira.passport_deadline = 2026-08-01 (the late fact e0)",
-        "  before the correction was recorded we believed 2026-07-15 for 2026-06-04 (source e1)",
-    ]
+    _shows_the_flow(first)
     # It wrote nothing into the configured store, and runs again from scratch.
     assert pipeline.get(store, {"tenant_id": "acme", "subject": "mira"}) == []
     assert (tmp_path / "sgam-demo.sqlite3").exists()
     assert run(["demo"]) == 0
-    assert capsys.readouterr().out == first
+    _shows_the_flow(capsys.readouterr().out)
 
 
 def test_sgam_demo_on_a_named_store_is_rerunnable(
@@ -218,7 +231,7 @@ def test_sgam_demo_on_a_named_store_is_rerunnable(
     for _ in range(2):
         capsys.readouterr()
         assert run(["demo", "--database-url", database_url]) == 0
-        assert capsys.readouterr().out.startswith(SEED_OUTPUT)
+        _shows_the_flow(capsys.readouterr().out)
 
 
 def test_cli_get_of_a_multi_valued_attribute_prints_a_list(
