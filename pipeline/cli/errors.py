@@ -21,6 +21,7 @@ from pipeline.errors import (
     CatalogError,
     ConflictError,
     InvalidInput,
+    InvalidLines,
     LlmAnswerInvalid,
     LlmRequestRejected,
     NotFound,
@@ -60,6 +61,9 @@ def describe(error: SgamError) -> str:
     """The one line that names the problem; never a stored value or another tenant's data."""
     if isinstance(error, CatalogError):  # names a file and line, not an option
         return f"catalogue {error.location}: {error.problem}"
+    if isinstance(error, InvalidLines):
+        count = len(error.lines)
+        return f"{count} invalid line{'s' if count > 1 else ''}, the first: {error}"
     if isinstance(error, InvalidInput):
         return f"{option_name(error.field)}: {error.problem}"
     return f"{type(error).__name__}: {error}"

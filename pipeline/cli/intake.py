@@ -10,9 +10,8 @@ from typing import Any
 import click
 
 from pipeline.cli import output
-from pipeline.cli.lines import read_objects, refuse, report_lines
+from pipeline.cli.lines import read_objects, report_lines
 from pipeline.cli.options import given_fields, json_output, opened_store
-from pipeline.errors import InvalidLines
 
 
 @click.command()
@@ -25,22 +24,21 @@ def ingest(file: Path, skip_invalid: bool, as_json: bool) -> None:
     With a broker (SGAM_BROKER_URL) the workers process them; without, this command does,
     and each episode ends done or failed before it returns. Prints one receipt per line."""
     from pipeline.episodes.intake import ingest as ingest_episodes
+    from pipeline.episodes.intake import parse_episodes
 
     objects, numbers, bad = read_objects(file)
+    valid, invalid = parse_episodes(objects, numbers)
+    bad += invalid
     if bad and not skip_invalid:
-        raise refuse(bad)
-    with opened_store() as store:
-        try:
-            with _progress(len(objects), "episodes") as bar:
-                report = ingest_episodes(
-                    store,
-                    objects,
-                    skip_invalid=skip_invalid,
-                    progress=bar.update,
-                    line_numbers=numbers,
-                )
-        except InvalidLines as invalid:
-            raise refuse(bad + invalid.lines) from None
+        report_lines(bad)  # every bad line, and nothing stored
+        raise click.exceptions.Exit(2)
+    with opened_store() as store, _progress(len(valid), "episodes") as bar:
+        report = ingest_episodes(
+            store,
+            [episode for _, episode in valid],
+            line_numbers=[line for line, _ in valid],
+            progress=bar.update,
+        )
     for receipt in report.receipts:
         if output.wants_json(as_json):
             click.echo(json.dumps(receipt.to_json()))
@@ -49,9 +47,8 @@ def ingest(file: Path, skip_invalid: bool, as_json: bool) -> None:
             click.echo(f"line {receipt.line}: {receipt.status}  {receipt.episode_id}{error}")
     if report.broker_down:
         click.echo("note: the broker is unreachable; the episodes wait for the sweeper", err=True)
-    skipped = bad + report.invalid
-    if skipped:
-        report_lines(skipped)
+    if bad:
+        report_lines(bad)
         raise click.exceptions.Exit(2)
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from pipeline.errors import InvalidInput, InvalidLines
+from pipeline.errors import InvalidInput
 
 MAX_LINE_BYTES = 1024 * 1024
 
@@ -59,8 +59,3 @@ def report_lines(bad: list[tuple[int, str, str]]) -> None:
     for number, field, problem in sorted(bad):
         where = "" if field == "line" else f"{field}: "
         click.echo(f"sgam: line {number}: {where}{problem}", err=True)
-
-
-def refuse(bad: list[tuple[int, str, str]]) -> InvalidLines:
-    report_lines(bad)
-    return InvalidLines(bad)
