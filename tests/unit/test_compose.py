@@ -1,0 +1,55 @@
+"""docker-compose.yml cannot run here (no Docker engine), so its structure is checked: every
+service the pipeline needs, health checks, restart policies, the migration before the workers,
+and settings passed through from .env."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).parents[2]
+
+
+def _compose() -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    return data
+
+
+def test_the_services_of_the_pipeline_are_there() -> None:
+    services = _compose()["services"]
+    assert set(services) >= {"postgres", "redis", "migrate", "worker", "beat"}
+    assert services["migrate"]["command"] == ["sgam", "db", "upgrade"]
+    assert services["worker"]["command"][:2] == ["sgam", "worker"]
+    assert services["beat"]["command"][:2] == ["sgam", "beat"]
+
+
+def test_long_running_services_have_health_checks_and_restart() -> None:
+    services = _compose()["services"]
+    for name in ("postgres", "redis", "worker", "beat"):
+        assert "healthcheck" in services[name], name
+        assert services[name]["restart"] == "unless-stopped", name
+    assert services["migrate"]["restart"] == "no"
+
+
+def test_workers_start_after_the_migration_and_healthy_stores() -> None:
+    depends = _compose()["services"]["worker"]["depends_on"]
+    assert depends["migrate"]["condition"] == "service_completed_successfully"
+    assert depends["postgres"]["condition"] == "service_healthy"
+    assert depends["redis"]["condition"] == "service_healthy"
+
+
+def test_settings_come_from_env_and_point_at_the_services() -> None:
+    services = _compose()["services"]
+    for name in ("migrate", "worker", "beat"):
+        service = services[name]
+        assert service["env_file"] == [{"path": ".env", "required": False}]
+        environment = service["environment"]
+        assert environment["SGAM_DATABASE_URL"].startswith("postgresql://sgam:sgam@postgres:5432/")
+        assert environment["SGAM_BROKER_URL"].startswith("redis://redis:6379/")
+    example = (ROOT / ".env.example").read_text()
+    assert "SGAM_LLM_BASE_URL=" in example
+    image = (ROOT / "Dockerfile").read_text()
+    for package in ("pipeline", "schemas", "workers", "prompts"):
+        assert f"COPY {package} ./{package}" in image
