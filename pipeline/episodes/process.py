@@ -183,34 +183,43 @@ def _apply(unit: Unit, row: EpisodeRow, item: Claimed, result: ExtractionResult)
     origin = Provenance(**{**item.origin.__dict__, "extractor": usage.extractor})
     with unit.deciding_for(row.episode_id, usage.prompt_version):
         decisions = [apply_candidate(unit, origin, candidate) for candidate in result.kept]
-        payload = EpisodeProcessedPayload(
-            episode_id=row.episode_id,
-            lane=row.lane,
-            extractor=usage.extractor,
-            prompt_version=usage.prompt_version,
-            decisions=[DecisionRecord(**decision.to_json()) for decision in decisions],
-            refused=[
-                RefusalRecord(attribute=refusal.update.attribute, reason=refusal.reason.value)
-                for refusal in result.rejected
-            ],
-        )
-        events.record(
-            unit,
-            "episode_processed",
-            payload,
-            occurred_at=unit.clock(),
-            actor="pipeline",
-            tenant_id=row.tenant_id,
-            subject=row.subject,
-            fact_ids=[d.fact.fact_id for d in decisions if d.fact is not None],
-            reason=f"{len(result.kept)} kept, {len(result.rejected)} refused",
-        )
+        if decisions or result.rejected:  # chatter with nothing to decide leaves no record
+            _record(unit, row, result, decisions)
     row.status = "done"
     row.last_error = row.error_kind = None
     row.extractor = usage.extractor
     row.prompt_version = usage.prompt_version
     row.usage = usage.model_dump(mode="json")
     return Outcome("done", decisions=decisions, extraction=result)
+
+
+def _record(
+    unit: Unit, row: EpisodeRow, result: ExtractionResult, decisions: list[Decision]
+) -> None:
+    """The episode's audit record in the log: what was kept, decided and refused."""
+    usage = result.usage
+    payload = EpisodeProcessedPayload(
+        episode_id=row.episode_id,
+        lane=row.lane,
+        extractor=usage.extractor,
+        prompt_version=usage.prompt_version,
+        decisions=[DecisionRecord(**decision.to_json()) for decision in decisions],
+        refused=[
+            RefusalRecord(attribute=refusal.update.attribute, reason=refusal.reason.value)
+            for refusal in result.rejected
+        ],
+    )
+    events.record(
+        unit,
+        "episode_processed",
+        payload,
+        occurred_at=unit.clock(),
+        actor="pipeline",
+        tenant_id=row.tenant_id,
+        subject=row.subject,
+        fact_ids=[d.fact.fact_id for d in decisions if d.fact is not None],
+        reason=f"{len(result.kept)} kept, {len(result.rejected)} refused",
+    )
 
 
 def _failed(unit: Unit, row: EpisodeRow, error: BaseException) -> Outcome:
