@@ -12,6 +12,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,7 +22,14 @@ from pipeline.db.models import EPISODES, EpisodeRow, FactRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.episodes.drive import drive
-from pipeline.episodes.process import Claimed, claimed_from, finish, run_extraction
+from pipeline.episodes.process import (
+    Claimed,
+    claimed_from,
+    decide_episode,
+    done_columns,
+    finish,
+    run_extraction,
+)
 from pipeline.episodes.records import new_row
 from pipeline.errors import ConflictError, LlmFailure
 from pipeline.extract import extract
@@ -73,25 +81,32 @@ def remember(
     store: Store, request: RememberIn | Mapping[str, Any], *, llm: LlmClient | None = None
 ) -> Remembered:
     request = parse(RememberIn, request)
-    episode_id = request.episode_id or str(uuid.uuid4())
-    stored = store.run(lambda unit: _store(unit, request, episode_id))
-    if stored is None:
-        return _earlier(store, request, episode_id)
-    claimed, episode_id = stored
-    result = run_extraction(store, claimed.episode, None, rules_only=True)
-    if isinstance(result, ExtractionResult) and not result.kept and _has_model(store, llm):
-        result = _ask_model(store, claimed, llm)
-        if isinstance(result, Exception):
-            return _defer(store, claimed)
-    if not isinstance(result, ExtractionResult):
-        raise result
+    now = store.clock()
+    row = _row(request, now)
+    claimed = claimed_from(EpisodeRow(**row))
+    found = run_extraction(store, claimed.episode, None, rules_only=True)
+    if not isinstance(found, ExtractionResult):
+        raise found
+    if found.kept or not _has_model(store, llm):
+        # The common case, one transaction: the episode, done, with every decision it caused.
+        decided = store.run(lambda unit: _store_decided(unit, row, claimed, found))
+        if decided is None:
+            return _earlier(store, request, row["episode_id"])
+        return _answer(row["episode_id"], found, decided)
+    # The rules found nothing and a model is configured: commit the episode first, so that
+    # a slow or failing model loses nothing.
+    if not store.run(lambda unit: _insert(unit, row)):
+        return _earlier(store, request, row["episode_id"])
+    result = _ask_model(store, claimed, llm)
+    if isinstance(result, Exception):
+        return _defer(store, claimed)
     outcome = store.run(lambda unit: finish(unit, [claimed], {claimed.key: result}))[claimed.key]
-    return _answer(episode_id, result, outcome.decisions)
+    return _answer(row["episode_id"], result, outcome.decisions)
 
 
-def _store(unit: Unit, request: RememberIn, episode_id: str) -> tuple[Claimed, str] | None:
-    """The episode, committed and claimed by this request; None when it was received before."""
-    now = unit.clock()
+def _row(request: RememberIn, now: datetime) -> dict[str, Any]:
+    """The episode's row, claimed by this request (`processing`, attempt 1)."""
+    episode_id = request.episode_id or str(uuid.uuid4())
     episode = EpisodeIn(
         tenant_id=request.tenant_id,
         subject=request.subject,
@@ -106,21 +121,29 @@ def _store(unit: Unit, request: RememberIn, episode_id: str) -> tuple[Claimed, s
         idempotency_key=request.idempotency_key,
     )
     row = new_row(episode, lane=Lane.HOT, received_at=now)
-    row |= {
+    return row | {
         "status": "processing",
         "attempts": 1,
         "started_at": now,
         "session_id": request.session_id,
     }
+
+
+def _insert(unit: Unit, row: dict[str, Any]) -> bool:
+    """Store the episode unless it was received before (its id or idempotency key)."""
     inserted = unit.session.execute(
-        unit.backend.insert_new(EPISODES).returning(EpisodeRow.episode_id),
-        [row],
+        unit.backend.insert_new(EPISODES).returning(EpisodeRow.episode_id), [row]
     ).first()
-    if inserted is None:
+    return inserted is not None
+
+
+def _store_decided(
+    unit: Unit, row: dict[str, Any], claimed: Claimed, result: ExtractionResult
+) -> list[Decision] | None:
+    finished = row | done_columns(result) | {"finished_at": unit.clock()}
+    if not _insert(unit, finished):
         return None
-    stored = unit.session.get(EpisodeRow, (request.tenant_id, episode_id))
-    assert stored is not None
-    return claimed_from(stored), episode_id
+    return decide_episode(unit, claimed.origin, row["tenant_id"], row["subject"], result)
 
 
 def _has_model(store: Store, llm: LlmClient | None) -> bool:

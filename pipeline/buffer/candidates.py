@@ -8,7 +8,7 @@ attribute), so two workers never buffer, or promote, the same value twice.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import select, update
@@ -68,18 +68,34 @@ def value_hash(value: object) -> str:
     return events.content_hash(value)
 
 
-def open_candidate(unit: Unit, where: Subject, value_digest: str) -> CandidateRow | None:
+@dataclass
+class Waiting:
+    """The open candidates of one key, read once while the key's lock is held."""
+
+    where: Subject
+    rows: list[CandidateRow]
+
+    def of_value(self, digest: str) -> CandidateRow | None:
+        return next((row for row in self.rows if row.value_hash == digest), None)
+
+    def rivals(self, digest: str, stated_at: datetime) -> list[CandidateRow]:
+        """Other values last supported before `stated_at`."""
+        return [r for r in self.rows if r.value_hash != digest and r.last_seen_at < stated_at]
+
+
+def waiting(unit: Unit, where: Subject) -> Waiting:
+    """Lock the key (the ledger's lock for it), then read its open candidates."""
+    where.lock(unit)
     query = select(CandidateRow).where(
         CandidateRow.tenant_id == where.tenant_id,
         CandidateRow.agent_id == where.agent_id,
         CandidateRow.purpose == where.purpose,
         CandidateRow.subject == where.subject,
         CandidateRow.attribute == where.attribute,
-        CandidateRow.value_hash == value_digest,
         CandidateRow.status == BUFFERED,
         CandidateRow.forgotten_at.is_(None),
     )
-    return unit.session.scalars(query).one_or_none()
+    return Waiting(where, list(unit.session.scalars(query)))
 
 
 def supports_of(unit: Unit, candidate_id: str) -> list[SupportRecord]:
@@ -88,34 +104,28 @@ def supports_of(unit: Unit, candidate_id: str) -> list[SupportRecord]:
 
 
 def add_support(
-    unit: Unit, where: Subject, value: object, support: SupportRecord, *, actor: str
+    unit: Unit, key: Waiting, value: object, support: SupportRecord, *, actor: str
 ) -> CandidateRow:
     """Buffer the value (a new candidate) or add the episode's support to the open one; an
     episode that already supports it changes nothing."""
-    where.lock(unit)
+    where = key.where
     digest = value_hash(value)
-    row = open_candidate(unit, where, digest)
+    row = key.of_value(digest)
     if row is None:
         record = CandidateRecord(
             candidate_id=str(uuid.uuid4()),
-            **where.__dict__,
+            **asdict(where),
             value=value,
             value_hash=digest,
             created_at=unit.clock(),
         )
         buffered = BufferedPayload(candidate=record, support=support)
         apply_buffered(unit, buffered)
-        _log(
-            unit,
-            "candidate_buffered",
-            buffered,
-            where,
-            record.candidate_id,
-            actor,
-            "a weak signal waits for support",
-        )
+        reason = "a weak signal waits for support"
+        _log(unit, "candidate_buffered", buffered, where, record.candidate_id, actor, reason)
         found = unit.session.get(CandidateRow, record.candidate_id)
         assert found is not None
+        key.rows.append(found)
         return found
     if unit.session.get(SupportRow, (row.candidate_id, support.episode_id)) is None:
         supported = SupportedPayload(candidate_id=row.candidate_id, support=support)
@@ -208,26 +218,13 @@ def close(unit: Unit, row: CandidateRow, status: str, *, actor: str, reason: str
 
 
 def reset_contradicted(
-    unit: Unit, where: Subject, kept_digest: str, at: datetime, *, actor: str
-) -> list[str]:
+    unit: Unit, key: Waiting, kept_digest: str, at: datetime, *, actor: str
+) -> None:
     """A different value of a single-valued attribute, stated later: open candidates of the
     other values lose their support (closed as `reset`)."""
-    rivals = unit.session.scalars(
-        select(CandidateRow).where(
-            CandidateRow.tenant_id == where.tenant_id,
-            CandidateRow.agent_id == where.agent_id,
-            CandidateRow.purpose == where.purpose,
-            CandidateRow.subject == where.subject,
-            CandidateRow.attribute == where.attribute,
-            CandidateRow.value_hash != kept_digest,
-            CandidateRow.status == BUFFERED,
-            CandidateRow.forgotten_at.is_(None),
-            CandidateRow.last_seen_at < at,
-        )
-    ).all()
-    for rival in rivals:
+    for rival in key.rivals(kept_digest, at):
         close(unit, rival, "reset", actor=actor, reason="a later session stated another value")
-    return [rival.candidate_id for rival in rivals]
+        key.rows.remove(rival)
 
 
 def buffered_candidate(unit: Unit, candidate_id: str, tenant_id: str) -> CandidateRow:

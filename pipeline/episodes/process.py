@@ -8,7 +8,7 @@ only by the claim that still owns it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
@@ -179,28 +179,51 @@ def finish(
 
 
 def _apply(unit: Unit, row: EpisodeRow, item: Claimed, result: ExtractionResult) -> Outcome:
-    usage = result.usage
-    origin = Provenance(**{**item.origin.__dict__, "extractor": usage.extractor})
-    with unit.deciding_for(row.episode_id, usage.prompt_version):
-        decisions = [apply_candidate(unit, origin, candidate) for candidate in result.kept]
-        if decisions or result.rejected:  # chatter with nothing to decide leaves no record
-            _record(unit, row, result, decisions)
-    row.status = "done"
-    row.last_error = row.error_kind = None
-    row.extractor = usage.extractor
-    row.prompt_version = usage.prompt_version
-    row.usage = usage.model_dump(mode="json")
+    decisions = decide_episode(unit, item.origin, row.tenant_id, row.subject, result)
+    for column, value in done_columns(result).items():
+        setattr(row, column, value)
     return Outcome("done", decisions=decisions, extraction=result)
 
 
+def decide_episode(
+    unit: Unit, origin: Provenance, tenant_id: str, subject: str, result: ExtractionResult
+) -> list[Decision]:
+    """Apply the policy to every candidate of one episode, and log what was decided."""
+    usage = result.usage
+    origin = replace(origin, extractor=usage.extractor)
+    with unit.deciding_for(origin.episode_id, usage.prompt_version):
+        decisions = [apply_candidate(unit, origin, candidate) for candidate in result.kept]
+        if decisions or result.rejected:  # chatter with nothing to decide leaves no record
+            _record(unit, origin, tenant_id, subject, result, decisions)
+    return decisions
+
+
+def done_columns(result: ExtractionResult) -> dict[str, Any]:
+    """What a finished episode's row says about how it was read."""
+    usage = result.usage
+    return {
+        "status": "done",
+        "last_error": None,
+        "error_kind": None,
+        "extractor": usage.extractor,
+        "prompt_version": usage.prompt_version,
+        "usage": usage.model_dump(mode="json"),
+    }
+
+
 def _record(
-    unit: Unit, row: EpisodeRow, result: ExtractionResult, decisions: list[Decision]
+    unit: Unit,
+    origin: Provenance,
+    tenant_id: str,
+    subject: str,
+    result: ExtractionResult,
+    decisions: list[Decision],
 ) -> None:
     """The episode's audit record in the log: what was kept, decided and refused."""
     usage = result.usage
     payload = EpisodeProcessedPayload(
-        episode_id=row.episode_id,
-        lane=row.lane,
+        episode_id=origin.episode_id,
+        lane=origin.lane.value,
         extractor=usage.extractor,
         prompt_version=usage.prompt_version,
         decisions=[DecisionRecord(**decision.to_json()) for decision in decisions],
@@ -215,8 +238,8 @@ def _record(
         payload,
         occurred_at=unit.clock(),
         actor="pipeline",
-        tenant_id=row.tenant_id,
-        subject=row.subject,
+        tenant_id=tenant_id,
+        subject=subject,
         fact_ids=[d.fact.fact_id for d in decisions if d.fact is not None],
         reason=f"{len(result.kept)} kept, {len(result.rejected)} refused",
     )

@@ -14,11 +14,11 @@ from typing import Any
 from pipeline.buffer.candidates import (
     Subject,
     add_support,
-    open_candidate,
     promote_if_eligible,
     reset_contradicted,
     settle,
     value_hash,
+    waiting,
 )
 from pipeline.db.unit import Unit
 from pipeline.errors import ConflictError
@@ -97,8 +97,9 @@ def apply_candidate(unit: Unit, origin: Provenance, candidate: Candidate) -> Dec
         candidate.attribute,
     )
     digest = value_hash(candidate.value)
+    key = waiting(unit, where)
     if spec.cardinality is Cardinality.ONE:
-        reset_contradicted(unit, where, digest, origin.occurred_at, actor=ACTOR)
+        reset_contradicted(unit, key, digest, origin.occurred_at, actor=ACTOR)
     support = SupportRecord(
         episode_id=origin.episode_id,
         session_id=origin.session_id,
@@ -107,7 +108,7 @@ def apply_candidate(unit: Unit, origin: Provenance, candidate: Candidate) -> Dec
         evidence=candidate.evidence,
     )
     if isinstance(verdict, Buffer):
-        row = add_support(unit, where, candidate.value, support, actor=ACTOR)
+        row = add_support(unit, key, candidate.value, support, actor=ACTOR)
         result = promote_if_eligible(
             unit,
             row,
@@ -136,15 +137,15 @@ def apply_candidate(unit: Unit, origin: Provenance, candidate: Candidate) -> Dec
         return _write(
             unit, origin, candidate, Trust.UNTRUSTED, signal, "quarantined", verdict.reason
         )
-    waiting = open_candidate(unit, where, digest)
-    if waiting is not None:
+    waits = key.of_value(digest)
+    if waits is not None:
         # A strong statement of a value that was waiting: the wait is over, and the fact
         # holds from the first time it was said.
-        add_support(unit, where, candidate.value, support, actor=ACTOR)
+        add_support(unit, key, candidate.value, support, actor=ACTOR)
         status = "confirmed" if origin.lane is Lane.HOT else "promoted"
         result = settle(
             unit,
-            waiting,
+            waits,
             status,
             trust=verdict.trust,
             confidence=signal,
@@ -157,7 +158,7 @@ def apply_candidate(unit: Unit, origin: Provenance, candidate: Candidate) -> Dec
                 status,
                 "it was waiting in the buffer",
                 result.fact.fact,
-                waiting.candidate_id,
+                waits.candidate_id,
             )
         if result.refused is not None:
             return Decision(
@@ -165,7 +166,7 @@ def apply_candidate(unit: Unit, origin: Provenance, candidate: Candidate) -> Dec
                 "rejected",
                 str(result.refused),
                 None,
-                waiting.candidate_id,
+                waits.candidate_id,
                 result.refused,
             )
     return _write(unit, origin, candidate, verdict.trust, signal, "written", "a strong signal")
