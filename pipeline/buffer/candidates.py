@@ -167,11 +167,7 @@ def settle(
     outcome = write_fact(
         unit,
         PutFact(
-            tenant_id=row.tenant_id,
-            agent_id=row.agent_id,
-            purpose=row.purpose,
-            subject=row.subject,
-            attribute=row.attribute,
+            **asdict(_where(row)),
             value=row.value,
             valid_from=first.valid_from,
             source_episode_id=first.episode_id,

@@ -7,11 +7,12 @@ and the candidate, and an episode's support is counted once, so a retry writes n
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from pipeline.buffer.candidates import (
+    Buffered,
     Subject,
     add_support,
     promote_if_eligible,
@@ -118,24 +119,14 @@ def apply_candidate(unit: Unit, origin: Provenance, candidate: Candidate) -> Dec
             confidence=signal,
             actor=ACTOR,
         )
-        if result.refused is not None:
-            return Decision(
-                candidate.attribute,
-                "rejected",
-                str(result.refused),
-                None,
-                row.candidate_id,
-                result.refused,
-            )
-        if result.fact is not None:
-            reason = f"supported by {result.support} sessions"
-            return Decision(
-                candidate.attribute, "promoted", reason, result.fact.fact, row.candidate_id
-            )
-        return Decision(candidate.attribute, "buffered", verdict.reason, None, row.candidate_id)
+        sessions = f"supported by {result.support} sessions"
+        promoted = _settled(candidate.attribute, result, "promoted", sessions)
+        return promoted or Decision(
+            candidate.attribute, "buffered", verdict.reason, None, row.candidate_id
+        )
     if isinstance(verdict, Quarantine):
         return _write(
-            unit, origin, candidate, Trust.UNTRUSTED, signal, "quarantined", verdict.reason
+            unit, where, origin, candidate, Trust.UNTRUSTED, signal, "quarantined", verdict.reason
         )
     waits = key.of_value(digest)
     if waits is not None:
@@ -152,28 +143,27 @@ def apply_candidate(unit: Unit, origin: Provenance, candidate: Candidate) -> Dec
             actor=ACTOR,
             reason=f"stated by episode {origin.episode_id}",
         )
-        if result.fact is not None:
-            return Decision(
-                candidate.attribute,
-                status,
-                "it was waiting in the buffer",
-                result.fact.fact,
-                waits.candidate_id,
-            )
-        if result.refused is not None:
-            return Decision(
-                candidate.attribute,
-                "rejected",
-                str(result.refused),
-                None,
-                waits.candidate_id,
-                result.refused,
-            )
-    return _write(unit, origin, candidate, verdict.trust, signal, "written", "a strong signal")
+        settled = _settled(candidate.attribute, result, status, "it was waiting in the buffer")
+        if settled is not None:
+            return settled
+    return _write(
+        unit, where, origin, candidate, verdict.trust, signal, "written", "a strong signal"
+    )
+
+
+def _settled(attribute: str, result: Buffered, action: str, reason: str) -> Decision | None:
+    """What a promotion or confirmation led to; None while the candidate still waits."""
+    if result.refused is not None:
+        refused = str(result.refused)
+        return Decision(attribute, "rejected", refused, None, result.candidate_id, result.refused)
+    if result.fact is not None:
+        return Decision(attribute, action, reason, result.fact.fact, result.candidate_id)
+    return None
 
 
 def _write(
     unit: Unit,
+    where: Subject,
     origin: Provenance,
     candidate: Candidate,
     trust: Trust,
@@ -184,11 +174,7 @@ def _write(
     outcome = write_fact(
         unit,
         PutFact(
-            tenant_id=candidate.tenant_id,
-            agent_id=candidate.agent_id,
-            purpose=candidate.purpose,
-            subject=candidate.subject,
-            attribute=candidate.attribute,
+            **asdict(where),
             value=candidate.value,
             valid_from=candidate.valid_from,
             source_episode_id=origin.episode_id,
