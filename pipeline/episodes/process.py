@@ -81,9 +81,14 @@ def claim(unit: Unit, keys: Sequence[EpisodeKey], lane: Lane | None = None) -> l
         .with_for_update(skip_locked=True)
     )
     claimed = []
+    budget = unit.settings.episode_max_attempts
     for row in unit.session.scalars(query):
         if row.text is None:  # purged while it waited: nothing left to read
             row.status, row.last_error, row.finished_at = "failed", "purged", now
+            continue
+        if row.attempts >= budget:  # every attempt was lost (a crash, a kill): stop here
+            row.status, row.finished_at, row.error_kind = "failed", now, "permanent"
+            row.last_error = f"gave up after {row.attempts} attempts that did not finish"
             continue
         row.status = "processing"
         row.attempts += 1

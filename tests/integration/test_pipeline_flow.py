@@ -262,3 +262,28 @@ def test_tenants_never_see_each_others_episodes_and_candidates(store: Store) -> 
     assert pipeline.list_candidates(store, {"tenant_id": "globex"}) == []
     assert pipeline.list_episodes(store, {"tenant_id": "globex"}) == []
     assert pipeline.retry(store, tenant_id="globex")[0] == []
+
+
+def test_an_episode_whose_every_attempt_was_lost_ends_failed(store: Store) -> None:
+    """A worker killed (or timed out) on the same episode each time: once the attempts are
+    used up, the next claim fails it with the reason instead of trying for ever."""
+    from sqlalchemy import update
+
+    from pipeline.db.models import EpisodeRow
+    from pipeline.episodes.process import process_episodes
+
+    (receipt,) = pipeline.ingest(store, episode("Hello.", "2026-06-01T09:00:00Z", "s1")).receipts
+    with store.begin() as unit:
+        unit.session.execute(
+            update(EpisodeRow).values(
+                status="processing",
+                attempts=store.settings.episode_max_attempts,
+                lease_until=unit.clock() - timedelta(seconds=1),
+            )
+        )
+
+    assert process_episodes(store, [(TENANT, receipt.episode_id)]) == {}
+
+    shown = pipeline.show_episode(store, TENANT, receipt.episode_id)
+    assert shown["status"] == "failed"
+    assert shown["last_error"] == "gave up after 3 attempts that did not finish"
