@@ -35,6 +35,7 @@ _SHOWN = [
     "text",
     "trust",
     "idempotency_key",
+    "actor",
     "meta",
     "lane",
     "status",

@@ -43,6 +43,7 @@ class Provenance:
     trust: Trust
     lane: Lane
     extractor: str
+    actor: str = ACTOR  # who sent the episode: named on every decision taken for it
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,7 @@ def apply_candidate(unit: Unit, origin: Provenance, candidate: Candidate) -> Dec
     digest = value_hash(candidate.value)
     key = waiting(unit, where)
     if spec.cardinality is Cardinality.ONE:
-        reset_contradicted(unit, key, digest, origin.occurred_at, actor=ACTOR)
+        reset_contradicted(unit, key, digest, origin.occurred_at, actor=origin.actor)
     support = SupportRecord(
         episode_id=origin.episode_id,
         session_id=origin.session_id,
@@ -108,7 +109,7 @@ def apply_candidate(unit: Unit, origin: Provenance, candidate: Candidate) -> Dec
         evidence=candidate.evidence,
     )
     if isinstance(verdict, Buffer):
-        row = add_support(unit, key, candidate.value, support, actor=ACTOR)
+        row = add_support(unit, key, candidate.value, support, actor=origin.actor)
         result = promote_if_eligible(
             unit,
             row,
@@ -116,7 +117,7 @@ def apply_candidate(unit: Unit, origin: Provenance, candidate: Candidate) -> Dec
             window=verdict.window,
             trust=verdict.trust,
             confidence=signal,
-            actor=ACTOR,
+            actor=origin.actor,
         )
         if result.refused is not None:
             return Decision(
@@ -141,7 +142,7 @@ def apply_candidate(unit: Unit, origin: Provenance, candidate: Candidate) -> Dec
     if waits is not None:
         # A strong statement of a value that was waiting: the wait is over, and the fact
         # holds from the first time it was said.
-        add_support(unit, key, candidate.value, support, actor=ACTOR)
+        add_support(unit, key, candidate.value, support, actor=origin.actor)
         status = "confirmed" if origin.lane is Lane.HOT else "promoted"
         result = settle(
             unit,
@@ -149,7 +150,7 @@ def apply_candidate(unit: Unit, origin: Provenance, candidate: Candidate) -> Dec
             status,
             trust=verdict.trust,
             confidence=signal,
-            actor=ACTOR,
+            actor=origin.actor,
             reason=f"stated by episode {origin.episode_id}",
         )
         if result.fact is not None:
@@ -195,7 +196,7 @@ def _write(
             evidence=candidate.evidence,
             trust=trust,
             confidence=signal,
-            actor=ACTOR,
+            actor=origin.actor,
             idempotency_key=write_key(candidate),
         ),
     )
