@@ -1,0 +1,180 @@
+"""Facts: write one (PUT /v1/facts), read what holds, a timeline, and the context for a model.
+
+A fact's `version` is its ETag; PUT sends the version it read in If-Match (a stale one is
+412, and `"0"` means "nothing held at valid_from").
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Header, Query
+from fastapi.responses import Response
+from pydantic import TypeAdapter
+
+import pipeline
+from pipeline.access.keys import ApiKey
+from pipeline.api import answers
+from pipeline.api.access import allowed, bind
+from pipeline.api.bodies import PutBody
+from pipeline.api.conventions import (
+    etag,
+    expected_version,
+    idempotency_key,
+    identifier,
+    json_bytes,
+    store_of,
+)
+from pipeline.api.problems import Forbidden
+from pipeline.api.routes.owned import require_owned
+from pipeline.db.store import Store
+from schemas.facts import Cardinality, Fact
+
+router = APIRouter(prefix="/v1", tags=["facts"])
+_FACTS: TypeAdapter[list[Fact]] = TypeAdapter(list[Fact])
+Reader = Annotated[ApiKey, Depends(allowed("reader"))]
+Writer = Annotated[ApiKey, Depends(allowed("writer"))]
+Opened = Annotated[Store, Depends(store_of)]
+Text = Annotated[str | None, Query()]
+
+
+def read_scope(key: ApiKey, subject: str, **given: str | None) -> dict[str, object]:
+    """The scope of a read: the key's, the path's subject, what the query names."""
+    fields = {name: identifier(name, value) for name, value in given.items() if value is not None}
+    return bind(key, fields) | {"subject": identifier("subject", subject, subject=True)}
+
+
+@router.put(
+    "/facts",
+    summary="Write a fact (the ledger's put)",
+    responses={200: {"model": answers.Written}, 201: {"model": answers.Written}},
+    status_code=201,
+)
+def put_fact(
+    body: PutBody,
+    key: Writer,
+    store: Opened,
+    idempotency: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
+    if_match: Annotated[str | None, Header(alias="If-Match")] = None,
+) -> Response:
+    """201 with the new fact; 200 when the ledger already held the value (a restatement, or
+    a retry with the same Idempotency-Key). The answer's ETag is the fact's version."""
+    fields = bind(key, body.model_dump(exclude_unset=True)) | {"actor": key.key_id}
+    fields = idempotency_key(idempotency, fields)
+    fields["expected_version"] = expected_version(if_match)
+    result = pipeline.put(store, fields)
+    status = 201 if result.written else 200
+    payload = answers.Written(fact=result.fact, written=result.written)
+    return json_bytes(
+        payload.model_dump_json().encode(), status, {"ETag": etag(result.fact.version)}
+    )
+
+
+@router.get(
+    "/subjects/{subject}/facts",
+    summary="What holds for a subject at a valid time, as believed at a known time",
+    responses={200: {"model": list[Fact]}},
+)
+def get_facts(
+    subject: str,
+    key: Reader,
+    store: Opened,
+    attribute: Text = None,
+    at: Text = None,
+    known_at: Text = None,
+    tenant_id: Text = None,
+    agent_id: Text = None,
+    purpose: Text = None,
+    include_quarantined: bool = False,
+) -> Response:
+    """With a single-valued `attribute`, the ETag is the holding fact's version (`"0"`: none),
+    the value to send in If-Match. `include_quarantined` needs the reviewer role."""
+    if include_quarantined and not key.allows("reviewer"):
+        raise Forbidden("include_quarantined needs the reviewer role")
+    query = read_scope(key, subject, tenant_id=tenant_id, agent_id=agent_id, purpose=purpose)
+    options = {"attribute": attribute, "at": at, "known_at": known_at}
+    query |= {name: value for name, value in options.items() if value is not None}
+    facts = pipeline.get(store, query | {"include_quarantined": include_quarantined})
+    headers = {}
+    spec = store.catalog.attributes.get(attribute) if attribute is not None else None
+    if spec is not None and spec.cardinality is Cardinality.ONE:
+        headers["ETag"] = etag(facts[0].version if facts else 0)
+    return json_bytes(_FACTS.dump_json(facts), headers=headers)
+
+
+@router.get(
+    "/subjects/{subject}/attributes/{attribute}/history",
+    summary="Every interval of an attribute, or every row version ever recorded",
+    responses={200: {"model": list[Fact]}},
+)
+def get_history(
+    subject: str,
+    attribute: str,
+    key: Reader,
+    store: Opened,
+    known_at: Text = None,
+    versions: bool = False,
+    tenant_id: Text = None,
+    agent_id: Text = None,
+    purpose: Text = None,
+) -> Response:
+    query = read_scope(key, subject, tenant_id=tenant_id, agent_id=agent_id, purpose=purpose)
+    query["attribute"] = identifier("attribute", attribute)
+    if known_at is not None:
+        query["known_at"] = known_at
+    return json_bytes(_FACTS.dump_json(pipeline.history(store, query, versions=versions)))
+
+
+@router.get(
+    "/subjects/{subject}/context",
+    summary="The smallest cited context about a subject that fits a token budget",
+    responses={200: {"model": pipeline.Context}},
+)
+def get_context(
+    subject: str,
+    key: Reader,
+    store: Opened,
+    query: Text = None,
+    budget_tokens: Text = None,
+    tenant_id: Text = None,
+    agent_id: Text = None,
+    purpose: Text = None,
+) -> Response:
+    """`text` joins the items as a model would be given them."""
+    asked = read_scope(key, subject, tenant_id=tenant_id, agent_id=agent_id, purpose=purpose)
+    options = {"query": query, "budget_tokens": budget_tokens}
+    asked |= {name: value for name, value in options.items() if value is not None}
+    assembled = pipeline.assemble(store, asked)
+    payload = assembled.model_dump_json()
+    return json_bytes(payload[:-1].encode() + b',"text":' + _json(assembled.text) + b"}")
+
+
+def _json(text: str) -> bytes:
+    return TypeAdapter(str).dump_json(text)
+
+
+@router.post(
+    "/facts/{fact_id}/promote",
+    summary="Release a quarantined fact",
+    responses={200: {"model": answers.Written}},
+)
+def promote_fact(
+    fact_id: str,
+    key: Annotated[ApiKey, Depends(allowed("reviewer"))],
+    store: Opened,
+    idempotency: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
+    if_match: Annotated[str | None, Header(alias="If-Match")] = None,
+) -> Response:
+    """If-Match names the quarantined fact's version (its ETag); a stale one is 412."""
+    fact_id = identifier("fact_id", fact_id)
+    require_owned(store, key, "fact", fact_id)
+    fields = idempotency_key(
+        idempotency,
+        {"tenant_id": key.tenant_id, "fact_id": fact_id, "actor": key.key_id},
+    )
+    fields["expected_version"] = expected_version(if_match)
+    result = pipeline.promote(store, fields)
+    payload = answers.Written(fact=result.fact, written=result.written)
+    return json_bytes(
+        payload.model_dump_json().encode(), headers={"ETag": etag(result.fact.version)}
+    )
