@@ -15,6 +15,7 @@ from typing import Any
 from starlette.responses import JSONResponse
 
 from pipeline.errors import (
+    CatalogError,
     ConflictError,
     FactConflict,
     IdempotencyConflict,
@@ -97,6 +98,7 @@ PROBLEMS: list[tuple[type[BaseException], int, str, str]] = [
     (PayloadTooLarge, 413, "payload-too-large", "The request body is too large"),
     (UnsupportedMediaType, 415, "unsupported-media-type", "Send application/json"),
     (RateLimited, 429, "rate-limited", "Too many requests for this key"),
+    (CatalogError, 500, "catalog-error", "The server's memory-schema catalogue is invalid"),
     (InvalidLines, 422, "invalid-episodes", "Invalid episodes; nothing was stored"),
     (InvalidInput, 422, "invalid-input", "Invalid input; nothing was written"),
     (VersionConflict, 412, "version-conflict", "The fact is not at the expected version"),
