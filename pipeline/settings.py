@@ -71,6 +71,13 @@ class Settings(BaseSettings):
     api_rate_per_s: float = Field(
         default=50.0, ge=0, le=1_000_000, description="requests per second per key; 0: no limit"
     )
+    api_key_cache_s: float = Field(
+        default=1.0,
+        ge=0,
+        le=60,
+        description="how long a process trusts a key it checked; a revocation takes this long "
+        "to reach the other server processes (0: check every request)",
+    )
     api_rate_burst: int = Field(
         default=100, ge=1, le=1_000_000, description="requests a key may send at once"
     )

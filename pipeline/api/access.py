@@ -9,7 +9,10 @@ route's dependency (`allowed`), which also documents the bearer scheme in OpenAP
 
 from __future__ import annotations
 
+import hashlib
+import time
 from collections.abc import Awaitable, Callable, Mapping
+from datetime import datetime
 from typing import Any
 
 import anyio.to_thread
@@ -32,12 +35,47 @@ _REFUSED = {
 }
 
 
+class KeyCache:
+    """Keys this process checked lately, by the hash of what was presented: a chat backend
+    sends the same key on every request, and a database round trip for each would cost more
+    than the read it guards. Only accepted keys are kept, for `seconds`; a key's expiry still
+    counts, and a revocation through this process drops it at once."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds, self.clock = seconds, clock
+        self._keys: dict[str, tuple[float, ApiKey]] = {}
+
+    def get(self, presented: str, now: datetime) -> ApiKey | None:
+        found = self._keys.get(_fingerprint(presented))
+        if found is None or found[0] <= self.clock():
+            return None
+        key = found[1]
+        return key if key.expires_at is None or key.expires_at > now else None
+
+    def put(self, presented: str, key: ApiKey) -> None:
+        if self.seconds > 0:
+            if len(self._keys) > 10_000:  # bounded: a flood of keys cannot grow it for ever
+                self._keys.clear()
+            self._keys[_fingerprint(presented)] = (self.clock() + self.seconds, key)
+
+    def drop(self, key_id: str) -> None:
+        for fingerprint, (_, key) in list(self._keys.items()):
+            if key.key_id == key_id:
+                self._keys.pop(fingerprint, None)
+
+
+def _fingerprint(presented: str) -> str:
+    return hashlib.sha256(presented.encode("utf-8", "surrogateescape")).hexdigest()
+
+
 class Authenticate:
     """ASGI middleware: resolve the bearer key of every /v1 request and spend one of its
     rate-limit tokens; refuse with 401, 429 or 503 before the application sees the request."""
 
-    def __init__(self, app: ASGIApp, *, store: Store, limiter: RateLimiter) -> None:
-        self.app, self.store, self.limiter = app, store, limiter
+    def __init__(
+        self, app: ASGIApp, *, store: Store, limiter: RateLimiter, cache: KeyCache
+    ) -> None:
+        self.app, self.store, self.limiter, self.cache = app, store, limiter, cache
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not scope["path"].startswith("/v1/"):
@@ -59,9 +97,14 @@ class Authenticate:
         scheme, _, token = given[0].decode("latin-1").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise Unauthorized("send one header: Authorization: Bearer <API key>")
-        found = await anyio.to_thread.run_sync(authenticate, self.store, token.strip())
+        presented = token.strip()
+        cached = self.cache.get(presented, self.store.clock())
+        if cached is not None:
+            return cached
+        found = await anyio.to_thread.run_sync(authenticate, self.store, presented)
         if isinstance(found, str):
             raise Unauthorized(_REFUSED[found])
+        self.cache.put(presented, found)
         return found
 
 

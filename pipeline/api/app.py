@@ -21,7 +21,7 @@ from fastapi.responses import Response
 from starlette.exceptions import HTTPException
 
 from pipeline.api import openapi
-from pipeline.api.access import Authenticate
+from pipeline.api.access import Authenticate, KeyCache
 from pipeline.api.limits import ReadBody
 from pipeline.api.metrics import Measure, Metrics
 from pipeline.api.problems import (
@@ -59,6 +59,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     store = store or open_store(settings)
     limiter = RateLimiter(settings)
     metrics = Metrics(store)
+    cache = KeyCache(settings.api_key_cache_s)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -73,12 +74,13 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
         lifespan=lifespan,
     )
     app.state.store, app.state.limiter, app.state.metrics = store, limiter, metrics
+    app.state.key_cache = cache
     modules = (episodes, facts, review, subjects, keys, health)
     for module in modules:
         app.include_router(module.router)
     _handle_errors(app)
     app.add_middleware(ReadBody, limit=settings.api_max_body_bytes)
-    app.add_middleware(Authenticate, store=store, limiter=limiter)
+    app.add_middleware(Authenticate, store=store, limiter=limiter, cache=cache)
     routes = [route for module in modules for route in module.router.routes]
     app.add_middleware(Measure, metrics=metrics, routes=routes)
     app.openapi = lambda: openapi.build(app)  # type: ignore[method-assign]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Annotated
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 
 import pipeline
@@ -43,12 +43,13 @@ def create_key(body: KeyBody, key: Admin, store: Opened) -> Response:
 @router.delete(
     "/keys/{key_id}", summary="Revoke a key for good", responses={200: {"model": answers.Key}}
 )
-def revoke_key(key_id: str, key: Admin, store: Opened) -> Response:
+def revoke_key(key_id: str, request: Request, key: Admin, store: Opened) -> Response:
     key_id = identifier("key_id", key_id)
     found = [k for k in pipeline.list_keys(store, key.tenant_id) if k.key_id == key_id]
     if not found or not owns(key, _scope(found[0])):
         raise NotFound(f"no API key {key_id} in tenant {key.tenant_id}")
     revoked = pipeline.revoke_key(store, key_id, tenant_id=key.tenant_id)
+    request.app.state.key_cache.drop(key_id)
     return json_bytes(json.dumps(revoked.to_json()).encode())
 
 

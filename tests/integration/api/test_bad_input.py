@@ -453,3 +453,18 @@ def test_keys_that_are_missing_malformed_unknown_revoked_or_expired(
         assert basic.status_code == 401
     with server.client(good) as api:
         assert api.get("/v1/subjects/mira/facts").status_code == 200
+
+
+def test_a_key_revoked_elsewhere_is_refused_once_the_cache_forgets_it(
+    server: Server, keys: Keys, store: Any
+) -> None:
+    """A process trusts a key it checked for SGAM_API_KEY_CACHE_S (1 s): a revocation by
+    another process (here the command line's function) reaches it within that time."""
+    from pipeline.access.keys import revoke_key
+
+    secret = keys("reader")
+    with server.client(secret) as api:
+        assert api.get("/v1/subjects/mira/facts").status_code == 200
+        revoke_key(store, secret.split("_")[1])
+        time.sleep(1.1)
+        assert api.get("/v1/subjects/mira/facts").status_code == 401
