@@ -13,7 +13,7 @@ import hashlib
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 import anyio.to_thread
 from fastapi import Depends, Request
@@ -124,6 +124,12 @@ def allowed(role: str) -> Callable[..., Awaitable[ApiKey]]:
         return key
 
     return key_with_role
+
+
+Reader = Annotated[ApiKey, Depends(allowed("reader"))]
+Writer = Annotated[ApiKey, Depends(allowed("writer"))]
+Reviewer = Annotated[ApiKey, Depends(allowed("reviewer"))]
+Admin = Annotated[ApiKey, Depends(allowed("admin"))]
 
 
 def bind(key: ApiKey, given: Mapping[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.access.keys import ApiKey
+from pipeline.read.context import ContextItem
 from schemas.facts import Fact
 
 
@@ -54,6 +56,18 @@ class Remembered(BaseModel):
 class Written(BaseModel):
     fact: Fact
     written: bool = Field(description="false: the ledger already held this (or a retry)")
+
+
+class Cited(BaseModel):
+    """The context for a model: the items that fit, the ones skipped, and `text` as a model
+    would be given it."""
+
+    subject: str
+    budget_tokens: int
+    used_tokens: int
+    items: list[ContextItem]
+    skipped: list[ContextItem]
+    text: str
 
 
 class Candidate(BaseModel):
@@ -119,21 +133,8 @@ class Forgotten(BaseModel):
     )
 
 
-class Key(BaseModel):
-    key_id: str
-    prefix: str
-    tenant_id: str
-    role: str
-    agent_id: str | None
-    purpose: str | None
-    name: str | None
-    created_at: str
-    expires_at: str | None
-    revoked_at: str | None
-
-
 class NewKey(BaseModel):
-    key: Key
+    key: ApiKey
     secret: str = Field(description="shown once: only its hash is stored")
 
 

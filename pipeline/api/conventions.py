@@ -4,9 +4,9 @@ ETags, identifiers in the path and query, and JSON answers."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import Request
+from fastapi import Depends, Header, Request
 from fastapi.responses import Response
 from pydantic import TypeAdapter, ValidationError
 
@@ -24,6 +24,11 @@ _VERSION = re.compile(r'"(\d{1,18})"|(\d{1,18})')
 async def store_of(request: Request) -> Store:
     store: Store = request.app.state.store
     return store
+
+
+Opened = Annotated[Store, Depends(store_of)]
+IdempotencyHeader = Annotated[str | None, Header(alias="Idempotency-Key")]
+IfMatchHeader = Annotated[str | None, Header(alias="If-Match")]
 
 
 def identifier(name: str, value: str, *, subject: bool = False) -> str:

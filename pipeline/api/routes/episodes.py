@@ -7,9 +7,9 @@ for it is logged under that key.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, Header, Request
+from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from pydantic import ValidationError
@@ -17,20 +17,21 @@ from pydantic import ValidationError
 import pipeline
 from pipeline.access.keys import ApiKey
 from pipeline.api import answers
-from pipeline.api.access import allowed, bind
+from pipeline.api.access import Reader, Writer, bind
 from pipeline.api.bodies import EpisodeBody, RememberBody
-from pipeline.api.conventions import idempotency_key, identifier, json_bytes, store_of
+from pipeline.api.conventions import (
+    IdempotencyHeader,
+    Opened,
+    idempotency_key,
+    identifier,
+    json_bytes,
+)
 from pipeline.api.problems import MalformedRequest
 from pipeline.api.routes.owned import require_owned
-from pipeline.db.store import Store
 from pipeline.errors import InvalidInput, InvalidLines
 from pipeline.validation import invalid_field
 
 router = APIRouter(prefix="/v1", tags=["episodes"])
-Reader = Annotated[ApiKey, Depends(allowed("reader"))]
-Writer = Annotated[ApiKey, Depends(allowed("writer"))]
-Opened = Annotated[Store, Depends(store_of)]
-IdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key")]
 
 _BATCH_SCHEMA = {
     "oneOf": [
@@ -53,7 +54,7 @@ _BATCH_SCHEMA = {
     },
 )
 async def post_episodes(
-    request: Request, key: Writer, store: Opened, idempotency: IdempotencyKey = None
+    request: Request, key: Writer, store: Opened, idempotency: IdempotencyHeader = None
 ) -> Response:
     """One episode object or a list of them. All are checked first: one invalid episode
     stores nothing (422 naming each by index). With Idempotency-Key, a batch's episodes get
@@ -115,7 +116,7 @@ def _episode(
     responses={200: {"model": answers.Remembered}},
 )
 def remember(
-    body: RememberBody, key: Writer, store: Opened, idempotency: IdempotencyKey = None
+    body: RememberBody, key: Writer, store: Opened, idempotency: IdempotencyHeader = None
 ) -> Response:
     """The same answer as `sgam remember --json`; a write the ledger refused is listed under
     `rejected` with the reason (FactConflict, TrustRejected). Retrying with the same

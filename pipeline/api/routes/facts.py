@@ -6,35 +6,34 @@ A fact's `version` is its ETag; PUT sends the version it read in If-Match (a sta
 
 from __future__ import annotations
 
+import json
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Header, Query
+from fastapi import APIRouter, Query
 from fastapi.responses import Response
 from pydantic import TypeAdapter
 
 import pipeline
 from pipeline.access.keys import ApiKey
 from pipeline.api import answers
-from pipeline.api.access import allowed, bind
+from pipeline.api.access import Reader, Reviewer, Writer, bind
 from pipeline.api.bodies import PutBody
 from pipeline.api.conventions import (
+    IdempotencyHeader,
+    IfMatchHeader,
+    Opened,
     etag,
     expected_version,
     idempotency_key,
     identifier,
     json_bytes,
-    store_of,
 )
 from pipeline.api.problems import Forbidden
 from pipeline.api.routes.owned import require_owned
-from pipeline.db.store import Store
 from schemas.facts import Cardinality, Fact
 
 router = APIRouter(prefix="/v1", tags=["facts"])
 _FACTS: TypeAdapter[list[Fact]] = TypeAdapter(list[Fact])
-Reader = Annotated[ApiKey, Depends(allowed("reader"))]
-Writer = Annotated[ApiKey, Depends(allowed("writer"))]
-Opened = Annotated[Store, Depends(store_of)]
 Text = Annotated[str | None, Query()]
 
 
@@ -54,8 +53,8 @@ def put_fact(
     body: PutBody,
     key: Writer,
     store: Opened,
-    idempotency: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
-    if_match: Annotated[str | None, Header(alias="If-Match")] = None,
+    idempotency: IdempotencyHeader = None,
+    if_match: IfMatchHeader = None,
 ) -> Response:
     """201 with the new fact; 200 when the ledger already held the value (a restatement, or
     a retry with the same Idempotency-Key). The answer's ETag is the fact's version."""
@@ -128,7 +127,7 @@ def get_history(
 @router.get(
     "/subjects/{subject}/context",
     summary="The smallest cited context about a subject that fits a token budget",
-    responses={200: {"model": pipeline.Context}},
+    responses={200: {"model": answers.Cited}},
 )
 def get_context(
     subject: str,
@@ -145,12 +144,8 @@ def get_context(
     options = {"query": query, "budget_tokens": budget_tokens}
     asked |= {name: value for name, value in options.items() if value is not None}
     assembled = pipeline.assemble(store, asked)
-    payload = assembled.model_dump_json()
-    return json_bytes(payload[:-1].encode() + b',"text":' + _json(assembled.text) + b"}")
-
-
-def _json(text: str) -> bytes:
-    return TypeAdapter(str).dump_json(text)
+    payload = assembled.model_dump(mode="json") | {"text": assembled.text}
+    return json_bytes(json.dumps(payload).encode())
 
 
 @router.post(
@@ -160,10 +155,10 @@ def _json(text: str) -> bytes:
 )
 def promote_fact(
     fact_id: str,
-    key: Annotated[ApiKey, Depends(allowed("reviewer"))],
+    key: Reviewer,
     store: Opened,
-    idempotency: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
-    if_match: Annotated[str | None, Header(alias="If-Match")] = None,
+    idempotency: IdempotencyHeader = None,
+    if_match: IfMatchHeader = None,
 ) -> Response:
     """If-Match names the quarantined fact's version (its ETag); a stale one is 412."""
     fact_id = identifier("fact_id", fact_id)

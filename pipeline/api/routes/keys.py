@@ -4,26 +4,22 @@ A key bound to an agent or purpose creates keys bound the same way."""
 from __future__ import annotations
 
 import json
-from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 import pipeline
 from pipeline.access.keys import ApiKey
 from pipeline.api import answers
-from pipeline.api.access import allowed, bind, owns
+from pipeline.api.access import Admin, bind, owns
 from pipeline.api.bodies import KeyBody
-from pipeline.api.conventions import identifier, json_bytes, store_of
-from pipeline.db.store import Store
+from pipeline.api.conventions import Opened, identifier, json_bytes
 from pipeline.errors import NotFound
 
 router = APIRouter(prefix="/v1", tags=["keys"])
-Admin = Annotated[ApiKey, Depends(allowed("admin"))]
-Opened = Annotated[Store, Depends(store_of)]
 
 
-@router.get("/keys", summary="The tenant's keys", responses={200: {"model": list[answers.Key]}})
+@router.get("/keys", summary="The tenant's keys", responses={200: {"model": list[ApiKey]}})
 def list_keys(key: Admin, store: Opened) -> Response:
     found = [k.to_json() for k in pipeline.list_keys(store, key.tenant_id) if owns(key, _scope(k))]
     return json_bytes(json.dumps(found).encode())
@@ -41,7 +37,7 @@ def create_key(body: KeyBody, key: Admin, store: Opened) -> Response:
 
 
 @router.delete(
-    "/keys/{key_id}", summary="Revoke a key for good", responses={200: {"model": answers.Key}}
+    "/keys/{key_id}", summary="Revoke a key for good", responses={200: {"model": ApiKey}}
 )
 def revoke_key(key_id: str, request: Request, key: Admin, store: Opened) -> Response:
     key_id = identifier("key_id", key_id)

@@ -4,25 +4,22 @@ decision log. Each decision names the reviewer's key as its actor."""
 from __future__ import annotations
 
 import json
-from typing import Annotated
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter
 from fastapi.responses import Response
 from pydantic import TypeAdapter
 
 import pipeline
 from pipeline.access.keys import ApiKey
 from pipeline.api import answers
-from pipeline.api.access import allowed, bind
-from pipeline.api.conventions import identifier, json_bytes, store_of
+from pipeline.api.access import Reviewer, bind
+from pipeline.api.conventions import Opened, identifier, json_bytes
 from pipeline.api.problems import Forbidden
 from pipeline.api.routes.owned import require_owned
 from pipeline.db.store import Store
 from schemas.facts import Fact
 
 router = APIRouter(prefix="/v1", tags=["review"])
-Reviewer = Annotated[ApiKey, Depends(allowed("reviewer"))]
-Opened = Annotated[Store, Depends(store_of)]
 _FACTS: TypeAdapter[list[Fact]] = TypeAdapter(list[Fact])
 
 

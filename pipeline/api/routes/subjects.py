@@ -4,18 +4,21 @@ with `purge`, its content is erased too."""
 from __future__ import annotations
 
 import json
-from typing import Annotated
 
-from fastapi import APIRouter, Depends, Header
+from fastapi import APIRouter
 from fastapi.responses import Response
 
 import pipeline
-from pipeline.access.keys import ApiKey
 from pipeline.api import answers
-from pipeline.api.access import allowed
-from pipeline.api.conventions import idempotency_key, identifier, json_bytes, store_of
+from pipeline.api.access import Admin
+from pipeline.api.conventions import (
+    IdempotencyHeader,
+    Opened,
+    idempotency_key,
+    identifier,
+    json_bytes,
+)
 from pipeline.api.problems import Forbidden
-from pipeline.db.store import Store
 
 router = APIRouter(prefix="/v1", tags=["subjects"])
 
@@ -27,10 +30,10 @@ router = APIRouter(prefix="/v1", tags=["subjects"])
 )
 def forget(
     subject: str,
-    key: Annotated[ApiKey, Depends(allowed("admin"))],
-    store: Annotated[Store, Depends(store_of)],
+    key: Admin,
+    store: Opened,
     purge: bool = False,
-    idempotency: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
+    idempotency: IdempotencyHeader = None,
 ) -> Response:
     """Forgetting spans every agent and purpose of the tenant, so a key bound to one may not."""
     if key.agent_id is not None or key.purpose is not None:
