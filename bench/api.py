@@ -2,14 +2,16 @@
 operations through the Python API in the same run: the HTTP overhead.
 
     .venv/bin/python bench/api.py [--clients 1 8 32] [--seconds 5] [--server-workers 1]
-                                  [--url URL] [--json FILE]
+                                  [--rate R] [--operations ...] [--url URL] [--json FILE]
 
 Operations: GET facts (a subject's current facts), GET context (with a query), POST remember
 (an explicit statement through the rules extractor, a new fact each time) and POST episodes
 (batches of 100, stored and queued for the workers: a broker on Redis database 11 that no
 worker drains). Each client is a thread with one keep-alive connection (http.client, which
 costs the client less than httpx) that sends its next request as soon as the last one is
-answered, for --seconds per operation and client count. Reported: requests/s, p50/p99 of the
+answered (closed loop: the service's capacity), or with --rate offers R requests a second
+(bounded load: the latency a backend sees below capacity), for --seconds per operation and
+client count. Reported: requests/s, p50/p99 of the
 latency seen by the client, and errors (any status but 2xx). The Python API runs the same
 operations in the same way (threads calling `pipeline.get` etc. on one Store).
 
@@ -161,8 +163,11 @@ def python_calls(store: Store) -> dict[str, Call]:
     }
 
 
-def load(calls: list[Call], seconds: float) -> dict[str, Any]:
-    """Each call in a thread of its own, closed loop, for `seconds`."""
+def load(calls: list[Call], seconds: float, rate: float = 0) -> dict[str, Any]:
+    """Each call in a thread of its own for `seconds`: closed loop (the next request as soon
+    as the last is answered), or with `rate`, each client offering that many requests a
+    second; a late request's latency then counts from when it was due, so a stall is not
+    hidden by the requests it held back."""
     samples: list[list[float]] = [[] for _ in calls]
     errors = [0] * len(calls)
     items = [0] * len(calls)
@@ -172,8 +177,13 @@ def load(calls: list[Call], seconds: float) -> dict[str, Any]:
     def run(index: int) -> None:
         rng = random.Random(index)
         start.wait()
+        due = time.perf_counter() + (rng.random() / rate if rate else 0)
         while time.perf_counter() < stop_at[0]:
-            began = time.perf_counter()
+            if rate:
+                time.sleep(max(0.0, due - time.perf_counter()))
+                began, due = due, due + 1 / rate
+            else:
+                began = time.perf_counter()
             try:
                 ok, count = calls[index](index, rng)
             except Exception:  # a refused connection, a timeout: counted, never hidden
@@ -234,6 +244,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--server-workers", type=int, default=1)
     parser.add_argument("--port", type=int, default=18480)
+    parser.add_argument(
+        "--rate", type=float, default=0, help="requests/s each client offers (0: closed loop)"
+    )
     parser.add_argument("--operations", nargs="+", default=OPERATIONS, choices=OPERATIONS)
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
@@ -259,10 +272,11 @@ def main() -> None:
                         http_calls(client)[name] if mode == "http" else python[name]
                         for client in http_clients
                     ]
-                    figures = load(calls, args.seconds) | {
+                    figures = load(calls, args.seconds, args.rate) | {
                         "operation": name,
                         "clients": clients,
                         "mode": mode,
+                        "rate_per_client": args.rate or None,
                         "load": os.getloadavg()[0],
                     }
                     report["runs"].append(figures)
