@@ -98,18 +98,32 @@ def remember_body(rng: random.Random) -> dict[str, Any]:
 
 
 class HttpClient:
-    """One keep-alive connection; a thread of its own."""
+    """One keep-alive connection; a thread of its own. A failed request (a refused or dropped
+    connection) is an error, and the next request opens a new connection."""
 
     def __init__(self, port: int, secret: str) -> None:
+        self.port = port
         self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         self.headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
+        self.failures: list[str] = []
 
     def send(self, method: str, path: str, body: Any = None) -> bool:
         data = json.dumps(body).encode() if body is not None else None
-        self.connection.request(method, path, body=data, headers=self.headers)
-        response = self.connection.getresponse()
-        response.read()
+        try:
+            self.connection.request(method, path, body=data, headers=self.headers)
+            response = self.connection.getresponse()
+            response.read()
+        except (OSError, http.client.HTTPException) as error:
+            self.failures.append(f"{type(error).__name__}: {error}")
+            self.connection.close()
+            self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+            return False
+        if not 200 <= response.status < 300:
+            self.failures.append(f"HTTP {response.status}")
         return 200 <= response.status < 300
+
+    def close(self) -> None:
+        self.connection.close()
 
 
 def http_calls(client: HttpClient) -> dict[str, Call]:
@@ -264,10 +278,14 @@ def main() -> None:
     server = start_server(args.url, args.port, args.server_workers)
     try:
         for clients in args.clients:
-            http_clients = [HttpClient(args.port, secret) for _ in range(clients)]
             python = python_calls(store)
             for name in args.operations:
                 for mode in ("http", "python"):
+                    # New connections for each run: an idle one would have been closed by
+                    # the server's keep-alive timeout while the other mode ran.
+                    http_clients = [HttpClient(args.port, secret) for _ in range(clients)]
+                    for client in http_clients if mode == "http" else []:
+                        client.send("GET", "/healthz")  # connected before the clock starts
                     calls = [
                         http_calls(client)[name] if mode == "http" else python[name]
                         for client in http_clients
@@ -279,6 +297,11 @@ def main() -> None:
                         "rate_per_client": args.rate or None,
                         "load": os.getloadavg()[0],
                     }
+                    failures = [f for client in http_clients for f in client.failures]
+                    if failures:
+                        figures["first_failures"] = sorted(set(failures))[:3]
+                    for client in http_clients:
+                        client.close()
                     report["runs"].append(figures)
                     print(json.dumps(figures), flush=True)
     finally:

@@ -56,7 +56,7 @@ def free_port() -> int:
         return port
 
 
-def start_server(database_url: str, workdir: Path, **settings: str) -> Server:
+def start_server(database_url: str, workdir: Path, *options: str, **settings: str) -> Server:
     port = free_port()
     env = {
         **os.environ,
@@ -71,7 +71,7 @@ def start_server(database_url: str, workdir: Path, **settings: str) -> Server:
     log = workdir / f"server-{port}.log"
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            [SGAM, "serve", "--port", str(port), "--log-level", "warning"],
+            [SGAM, "serve", "--port", str(port), "--log-level", "warning", *options],
             env=env,
             cwd=workdir,
             stdout=out,

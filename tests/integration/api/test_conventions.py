@@ -225,6 +225,37 @@ def test_not_ready_while_the_broker_is_down(
     assert ingested.json()["receipts"][0]["status"] == "queued"
 
 
+def test_several_processes_share_the_rate_limit_and_sum_their_metrics(
+    api_database: str, tmp_path: Path, store: Store, tenant: str
+) -> None:
+    two = start_server(
+        api_database, tmp_path, "--workers", "2", SGAM_API_RATE_PER_S="1", SGAM_API_RATE_BURST="10"
+    )
+    try:
+        secret = create_key(store, {"tenant_id": tenant, "role": "reader"})[1]
+        statuses = []
+        for _ in range(14):  # a connection each: the kernel spreads them over both processes
+            with two.client(secret) as api:
+                statuses.append(api.get("/v1/subjects/mira/facts").status_code)
+        with two.client() as anyone:
+            metrics = anyone.get("/metrics").text
+    finally:
+        stop_server(two)
+    assert statuses.count(200) in (10, 11)  # the burst, and at most one token refilled
+    assert statuses.count(429) == 14 - statuses.count(200)
+    counted = {
+        status: sum(
+            float(line.split()[-1])
+            for line in metrics.splitlines()
+            if line.startswith("sgam_http_requests_total{")
+            and 'route="/v1/subjects/{subject}/facts"' in line
+            and f'status="{status}"' in line
+        )
+        for status in (200, 429)
+    }
+    assert counted == {200: statuses.count(200), 429: statuses.count(429)}
+
+
 def test_serve_refuses_an_outdated_schema(postgres_url: str, tmp_path: Path) -> None:
     from sqlalchemy import make_url
 
