@@ -194,8 +194,13 @@ def load(calls: list[Call], seconds: float, rate: float = 0) -> dict[str, Any]:
         due = time.perf_counter() + (rng.random() / rate if rate else 0)
         while time.perf_counter() < stop_at[0]:
             if rate:
-                time.sleep(max(0.0, due - time.perf_counter()))
-                began, due = due, due + 1 / rate
+                # Late (the last answer came after this one was due): count from when it
+                # was due. Early: wait, and count from when it is sent, not the sleep's slack.
+                wait = due - time.perf_counter()
+                if wait > 0:
+                    time.sleep(wait)
+                began = time.perf_counter() if wait > 0 else due
+                due += 1 / rate
             else:
                 began = time.perf_counter()
             try:
