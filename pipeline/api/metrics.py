@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
+from redis.exceptions import RedisError
 from sqlalchemy import func, select
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -81,8 +82,11 @@ class PipelineCollector(Collector):
                 "sgam_queue_depth", "Wake-ups waiting on the broker", labels=["queue"]
             )
             client = _broker(broker)
-            for queue in (EXTRACT_QUEUE, CONSOLIDATE_QUEUE):
-                depth.add_metric([queue], int(client.llen(queue)))
+            try:
+                for queue in (EXTRACT_QUEUE, CONSOLIDATE_QUEUE):
+                    depth.add_metric([queue], int(client.llen(queue)))
+            except RedisError:
+                return  # a broker that is down has no depth to report; /readyz says so
             yield depth
 
 

@@ -217,12 +217,16 @@ def test_not_ready_while_the_broker_is_down(
         with down.client(secret) as api:
             ready = api.get("/readyz")
             ingested = api.post("/v1/episodes", json=episode_body())
+            metrics = api.get("/metrics")
     finally:
         stop_server(down)
     assert ready.status_code == 503
     assert ready.json()["checks"] == {"database": "ok", "broker": "unreachable"}
     assert ingested.json()["broker_down"] is True  # stored: the sweeper queues it later
     assert ingested.json()["receipts"][0]["status"] == "queued"
+    assert metrics.status_code == 200  # the pipeline's gauges, without the broker's depth
+    assert 'sgam_episodes{state="pending"}' in metrics.text
+    assert "sgam_queue_depth{" not in metrics.text
 
 
 def test_several_processes_share_the_rate_limit_and_sum_their_metrics(
