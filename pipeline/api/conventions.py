@@ -40,6 +40,11 @@ def identifier(name: str, value: str, *, subject: bool = False) -> str:
         raise InvalidInput(name, error.problem) from None
 
 
+def given(**options: Any) -> dict[str, Any]:
+    """The options the request gave; the rest is left to the pipeline's defaults."""
+    return {name: value for name, value in options.items() if value is not None}
+
+
 def idempotency_key(header: str | None, body: dict[str, Any]) -> dict[str, Any]:
     """The Idempotency-Key header becomes the command's idempotency key."""
     if header is None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
 from pydantic import TypeAdapter
 
@@ -24,6 +24,7 @@ from pipeline.api.conventions import (
     Opened,
     etag,
     expected_version,
+    given,
     idempotency_key,
     identifier,
     json_bytes,
@@ -37,10 +38,20 @@ _FACTS: TypeAdapter[list[Fact]] = TypeAdapter(list[Fact])
 Text = Annotated[str | None, Query()]
 
 
-def read_scope(key: ApiKey, subject: str, **given: str | None) -> dict[str, object]:
+async def scope_query(
+    tenant_id: Text = None, agent_id: Text = None, purpose: Text = None
+) -> dict[str, str]:
+    """The scope a read's query names (each checked like an identifier)."""
+    named = given(tenant_id=tenant_id, agent_id=agent_id, purpose=purpose)
+    return {name: identifier(name, value) for name, value in named.items()}
+
+
+Scope = Annotated[dict[str, str], Depends(scope_query)]
+
+
+def read_scope(key: ApiKey, subject: str, named: dict[str, str]) -> dict[str, object]:
     """The scope of a read: the key's, the path's subject, what the query names."""
-    fields = {name: identifier(name, value) for name, value in given.items() if value is not None}
-    return bind(key, fields) | {"subject": identifier("subject", subject, subject=True)}
+    return bind(key, named) | {"subject": identifier("subject", subject, subject=True)}
 
 
 @router.put(
@@ -78,21 +89,18 @@ def get_facts(
     subject: str,
     key: Reader,
     store: Opened,
+    named: Scope,
     attribute: Text = None,
     at: Text = None,
     known_at: Text = None,
-    tenant_id: Text = None,
-    agent_id: Text = None,
-    purpose: Text = None,
     include_quarantined: bool = False,
 ) -> Response:
     """With a single-valued `attribute`, the ETag is the holding fact's version (`"0"`: none),
     the value to send in If-Match. `include_quarantined` needs the reviewer role."""
     if include_quarantined and not key.allows("reviewer"):
         raise Forbidden("include_quarantined needs the reviewer role")
-    query = read_scope(key, subject, tenant_id=tenant_id, agent_id=agent_id, purpose=purpose)
-    options = {"attribute": attribute, "at": at, "known_at": known_at}
-    query |= {name: value for name, value in options.items() if value is not None}
+    query = read_scope(key, subject, named)
+    query |= given(attribute=attribute, at=at, known_at=known_at)
     facts = pipeline.get(store, query | {"include_quarantined": include_quarantined})
     headers = {}
     spec = store.catalog.attributes.get(attribute) if attribute is not None else None
@@ -111,16 +119,13 @@ def get_history(
     attribute: str,
     key: Reader,
     store: Opened,
+    named: Scope,
     known_at: Text = None,
     versions: bool = False,
-    tenant_id: Text = None,
-    agent_id: Text = None,
-    purpose: Text = None,
 ) -> Response:
-    query = read_scope(key, subject, tenant_id=tenant_id, agent_id=agent_id, purpose=purpose)
+    query = read_scope(key, subject, named)
     query["attribute"] = identifier("attribute", attribute)
-    if known_at is not None:
-        query["known_at"] = known_at
+    query |= given(known_at=known_at)
     return json_bytes(_FACTS.dump_json(pipeline.history(store, query, versions=versions)))
 
 
@@ -133,16 +138,13 @@ def get_context(
     subject: str,
     key: Reader,
     store: Opened,
+    named: Scope,
     query: Text = None,
     budget_tokens: Text = None,
-    tenant_id: Text = None,
-    agent_id: Text = None,
-    purpose: Text = None,
 ) -> Response:
     """`text` joins the items as a model would be given them."""
-    asked = read_scope(key, subject, tenant_id=tenant_id, agent_id=agent_id, purpose=purpose)
-    options = {"query": query, "budget_tokens": budget_tokens}
-    asked |= {name: value for name, value in options.items() if value is not None}
+    asked = read_scope(key, subject, named)
+    asked |= given(query=query, budget_tokens=budget_tokens)
     assembled = pipeline.assemble(store, asked)
     payload = assembled.model_dump(mode="json") | {"text": assembled.text}
     return json_bytes(json.dumps(payload).encode())

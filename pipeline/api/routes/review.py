@@ -13,7 +13,7 @@ import pipeline
 from pipeline.access.keys import ApiKey
 from pipeline.api import answers
 from pipeline.api.access import Reviewer, bind
-from pipeline.api.conventions import Opened, identifier, json_bytes
+from pipeline.api.conventions import Opened, given, identifier, json_bytes
 from pipeline.api.problems import Forbidden
 from pipeline.api.routes.owned import require_owned
 from pipeline.db.store import Store
@@ -107,6 +107,5 @@ def decision_log(
     if key.agent_id is not None or key.purpose is not None:
         raise Forbidden("the log spans every agent and purpose; this key is bound to one")
     query = {"tenant_id": key.tenant_id, "limit": limit, "oldest_first": oldest_first}
-    given = {"subject": subject, "since": since, "until": until}
-    query |= {name: value for name, value in given.items() if value is not None}
+    query |= given(subject=subject, since=since, until=until)
     return json_bytes(json.dumps(pipeline.decision_log(store, query)).encode())
