@@ -22,6 +22,7 @@ from pipeline.errors import (
     LlmRequestRejected,
     LlmUnavailable,
     NotBuffered,
+    NotFailed,
     NotFound,
     NotQuarantined,
     PermanentError,
@@ -34,12 +35,13 @@ from pipeline.errors import (
 )
 
 if TYPE_CHECKING:
+    from pipeline.access.keys import ApiKey, authenticate, create_key, list_keys, revoke_key
     from pipeline.buffer.review import confirm, list_candidates, reject
     from pipeline.catalog.check import CatalogProblem, check_catalog
     from pipeline.consolidation import Report, consolidate
     from pipeline.db.store import Store, open_store
     from pipeline.db.unit import Unit
-    from pipeline.episodes.drive import retry, sweep
+    from pipeline.episodes.drive import retry, retry_episode, sweep
     from pipeline.episodes.intake import IngestReport, Receipt, ingest
     from pipeline.episodes.states import list_episodes, show_episode
     from pipeline.extract.llm import LlmClient
@@ -54,15 +56,23 @@ if TYPE_CHECKING:
     from pipeline.ledger.write import put, write_fact
     from pipeline.read.context import Context, ContextItem, ContextQuery, assemble
     from pipeline.read.facts import FactQuery, get, history
+    from pipeline.read.owners import scope_of
+    from pipeline.read.quarantine import list_quarantined
     from pipeline.settings import Settings, load_settings
 
 _LAZY = {
+    "ApiKey": "pipeline.access.keys",
+    "authenticate": "pipeline.access.keys",
+    "create_key": "pipeline.access.keys",
+    "list_keys": "pipeline.access.keys",
+    "revoke_key": "pipeline.access.keys",
     "confirm": "pipeline.buffer.review",
     "list_candidates": "pipeline.buffer.review",
     "reject": "pipeline.buffer.review",
     "Report": "pipeline.consolidation",
     "consolidate": "pipeline.consolidation",
     "retry": "pipeline.episodes.drive",
+    "retry_episode": "pipeline.episodes.drive",
     "sweep": "pipeline.episodes.drive",
     "IngestReport": "pipeline.episodes.intake",
     "Receipt": "pipeline.episodes.intake",
@@ -99,6 +109,8 @@ _LAZY = {
     "FactQuery": "pipeline.read.facts",
     "get": "pipeline.read.facts",
     "history": "pipeline.read.facts",
+    "scope_of": "pipeline.read.owners",
+    "list_quarantined": "pipeline.read.quarantine",
     "Settings": "pipeline.settings",
     "load_settings": "pipeline.settings",
 }
@@ -114,6 +126,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "ApiKey",
     "CatalogError",
     "CatalogProblem",
     "ConflictError",
@@ -135,6 +148,7 @@ __all__ = [
     "LlmRequestRejected",
     "LlmUnavailable",
     "NotBuffered",
+    "NotFailed",
     "NotFound",
     "NotQuarantined",
     "PermanentError",
@@ -153,9 +167,11 @@ __all__ = [
     "Unit",
     "VersionConflict",
     "assemble",
+    "authenticate",
     "check_catalog",
     "confirm",
     "consolidate",
+    "create_key",
     "decision_log",
     "expire",
     "expire_key",
@@ -166,6 +182,8 @@ __all__ = [
     "ingest",
     "list_candidates",
     "list_episodes",
+    "list_keys",
+    "list_quarantined",
     "load_settings",
     "open_store",
     "promote",
@@ -175,6 +193,9 @@ __all__ = [
     "remember",
     "replay",
     "retry",
+    "retry_episode",
+    "revoke_key",
+    "scope_of",
     "show_episode",
     "sweep",
     "write_fact",

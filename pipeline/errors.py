@@ -13,7 +13,8 @@ SgamError
 │   │   ├── VersionConflict     expected_version does not match
 │   │   ├── IdempotencyConflict an idempotency key reused with a different payload
 │   │   ├── NotQuarantined      only a quarantined fact can be promoted
-│   │   └── NotBuffered         only a buffered candidate can be confirmed or rejected
+│   │   ├── NotBuffered         only a buffered candidate can be confirmed or rejected
+│   │   └── NotFailed           only a failed episode can be retried
 │   ├── LlmRequestRejected      the LLM endpoint refused the request (4xx: key, model, mode)
 │   └── LlmAnswerInvalid        every answer failed validation through the bounded re-asks
 └── RetryableError              transient; the same call may succeed later
@@ -135,6 +136,14 @@ class NotBuffered(ConflictError):
     def __init__(self, message: str, *, candidate_id: str) -> None:
         super().__init__(message)
         self.candidate_id = candidate_id
+
+
+class NotFailed(ConflictError):
+    """Only a failed episode can be retried; a pending, processing or done one is left alone."""
+
+    def __init__(self, message: str, *, episode_id: str) -> None:
+        super().__init__(message)
+        self.episode_id = episode_id
 
 
 class RetryableError(SgamError):

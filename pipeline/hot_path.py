@@ -58,6 +58,7 @@ class RememberIn(BaseModel):
     idempotency_key: Identifier | None = None
     trust: Trust | None = None
     source: SourceKind = SourceKind.MESSAGE
+    actor: Identifier | None = Field(default=None, description="who asks (audit)")
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,7 @@ def _row(request: RememberIn, now: datetime) -> dict[str, Any]:
         purpose=request.purpose,
         trust=request.trust,
         idempotency_key=request.idempotency_key,
+        actor=request.actor,
     )
     row = new_row(episode, lane=Lane.HOT, received_at=now)
     return row | {

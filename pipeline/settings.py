@@ -61,6 +61,26 @@ class Settings(BaseSettings):
     redis_url: str = Field(
         default="redis://127.0.0.1:6379/0", description="Redis for the HTTP service's rate limits"
     )
+    # The HTTP service (`sgam serve`).
+    api_max_body_bytes: int = Field(
+        default=4 * 1024 * 1024, ge=1024, le=1024**3, description="largest request body"
+    )
+    api_max_batch: int = Field(
+        default=1000, ge=1, le=100_000, description="episodes in one POST /v1/episodes"
+    )
+    api_rate_per_s: float = Field(
+        default=50.0, ge=0, le=1_000_000, description="requests per second per key; 0: no limit"
+    )
+    api_key_cache_s: float = Field(
+        default=1.0,
+        ge=0,
+        le=60,
+        description="how long a process trusts a key it checked; a revocation takes this long "
+        "to reach the other server processes (0: check every request)",
+    )
+    api_rate_burst: int = Field(
+        default=100, ge=1, le=1_000_000, description="requests a key may send at once"
+    )
 
     # The pipeline: intake, workers, the recurrence buffer, the hot path, consolidation.
     broker_url: str | None = Field(

@@ -23,9 +23,13 @@ def parse(model: type[M], data: M | Mapping[str, Any]) -> M:
 
 
 def invalid(exc: ValidationError) -> InvalidInput:
-    error = exc.errors()[0]
-    field = ".".join(str(part) for part in error["loc"]) or exc.title
-    message = error["msg"].removeprefix("Value error, ")
+    return invalid_field(exc.errors()[0], default_field=exc.title)
+
+
+def invalid_field(error: Mapping[str, Any], *, default_field: str = "input") -> InvalidInput:
+    """One of pydantic's error records as InvalidInput naming its field."""
+    field = ".".join(str(part) for part in error["loc"]) or default_field
+    message = str(error["msg"]).removeprefix("Value error, ")
     if error["type"] == "missing":
         message = "is required"
     elif error["type"] == "extra_forbidden":

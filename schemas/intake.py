@@ -39,4 +39,7 @@ class EpisodeIn(BaseModel):
     subject_names: list[Identifier] = Field(default_factory=list, max_length=20)
     trust: Trust | None = Field(default=None, description="overrides the source's default trust")
     idempotency_key: Identifier | None = None
+    actor: Identifier | None = Field(
+        default=None, description="who sends it (audit): every decision taken for it names this"
+    )
     metadata: Annotated[dict[str, Any], AfterValidator(_metadata)] = Field(default_factory=dict)

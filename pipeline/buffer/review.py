@@ -23,6 +23,8 @@ class CandidateQuery(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     tenant_id: Identifier
+    agent_id: Identifier | None = None
+    purpose: Identifier | None = None
     subject: Identifier | None = None
     status: str | None = Field(
         default="buffered",
@@ -47,8 +49,13 @@ def list_candidates(
     statement = select(CandidateRow).where(
         CandidateRow.tenant_id == query.tenant_id, CandidateRow.forgotten_at.is_(None)
     )
-    if query.subject is not None:
-        statement = statement.where(CandidateRow.subject == query.subject)
+    for column, wanted in (
+        (CandidateRow.agent_id, query.agent_id),
+        (CandidateRow.purpose, query.purpose),
+        (CandidateRow.subject, query.subject),
+    ):
+        if wanted is not None:
+            statement = statement.where(column == wanted)
     if query.status is not None:
         statement = statement.where(CandidateRow.status == query.status)
     statement = statement.order_by(CandidateRow.created_at).limit(query.limit)

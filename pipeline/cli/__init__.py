@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from pipeline.cli import admin, buffer, extract, facts, intake, lifecycle, workers
+from pipeline.cli import admin, buffer, extract, facts, intake, lifecycle, serve, workers
 from pipeline.cli.errors import USAGE_ERROR, describe, exit_code, fail, internal
 from pipeline.errors import SgamError
 
@@ -49,6 +49,8 @@ for command in (
     workers.beat,
     workers.sweep,
     extract.extract,
+    serve.serve,
+    serve.keys,
 ):
     app.add_command(command)
 

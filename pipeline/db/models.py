@@ -2,9 +2,11 @@
 
 The ledger (`ledger_tables`: claims, facts, events, idempotency keys) and the pipeline's
 intake and recurrence buffer (`stage_tables`: episodes, candidates and their support) share
-one declarative base (`base`) and one set of migrations.
+one declarative base (`base`) and one set of migrations, with the HTTP service's API keys
+(`access_tables`).
 """
 
+from pipeline.db.access_tables import ROLES, ApiKeyRow
 from pipeline.db.base import ID, NAMING_CONVENTION, TRUST_LEVELS, Base, JsonColumn, UtcDateTime
 from pipeline.db.ledger_tables import (
     FACT_COLUMNS,
@@ -19,6 +21,8 @@ from pipeline.db.ledger_tables import (
 from pipeline.db.stage_tables import EPISODES, CandidateRow, EpisodeRow, SupportRow
 
 __all__ = [
+    "ROLES",
+    "ApiKeyRow",
     "EPISODES",
     "FACT_COLUMNS",
     "FACT_STATUSES",

@@ -40,6 +40,8 @@ class EpisodeRow(Base):
     text_hash: Mapped[str] = mapped_column(String(64))
     trust: Mapped[str | None] = mapped_column(String(16))  # the caller's override, if any
     idempotency_key: Mapped[str | None] = mapped_column(ID)
+    # Who sent it (an API key's id); the decisions taken for it name this actor.
+    actor: Mapped[str | None] = mapped_column(ID)
     meta: Mapped[dict[str, Any] | None] = mapped_column("metadata", JsonColumn())
     lane: Mapped[str] = mapped_column(String(16))
     status: Mapped[str] = mapped_column(String(16))

@@ -9,11 +9,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from sqlalchemy import select
+
+from pipeline.db.models import EpisodeRow
 from pipeline.db.store import Store
 from pipeline.episodes.dispatch import EpisodeKey, send_extract
 from pipeline.episodes.process import Outcome, process_episodes
 from pipeline.episodes.states import reopen_failed, strays
-from pipeline.errors import StoreUnavailable
+from pipeline.errors import NotFailed, NotFound, StoreUnavailable
 from pipeline.extract.llm import LlmClient
 
 # Inline mode retries a retryable failure after these pauses (seconds), within the budget of
@@ -71,6 +74,28 @@ def retry(
     """Failed episodes (all, a tenant's, or the named ones) back to work."""
     keys = store.run(lambda unit: reopen_failed(unit, tenant_id=tenant_id, episode_ids=episode_ids))
     return keys, drive(store, keys, llm=llm)
+
+
+def retry_episode(
+    store: Store, tenant_id: str, episode_id: str, *, llm: LlmClient | None = None
+) -> Driven:
+    """One failed episode back to work; NotFound when the tenant has no such episode,
+    NotFailed when it is not failed."""
+    keys, driven = retry(store, tenant_id=tenant_id, episode_ids=[episode_id], llm=llm)
+    if keys:
+        return driven
+    with store.reading() as connection:
+        status = connection.execute(
+            select(EpisodeRow.status).where(
+                EpisodeRow.tenant_id == tenant_id, EpisodeRow.episode_id == episode_id
+            )
+        ).scalar()
+    if status is None:
+        raise NotFound(f"no episode {episode_id} in tenant {tenant_id}")
+    raise NotFailed(
+        f"episode {episode_id} is {status}; only a failed episode can be retried",
+        episode_id=episode_id,
+    )
 
 
 def sweep(

@@ -26,7 +26,7 @@ from pipeline.extract.llm import LlmClient
 from pipeline.extract.result import ExtractionResult
 from pipeline.ledger import events
 from pipeline.ledger.events import EventKind
-from pipeline.policy.apply import Decision, Provenance, apply_candidate
+from pipeline.policy.apply import ACTOR, Decision, Provenance, apply_candidate
 from pipeline.policy.decide import Lane
 from pipeline.read.facts import get
 from schemas.episodes import Episode
@@ -106,6 +106,7 @@ def claimed_from(row: EpisodeRow) -> Claimed:
         trust=trust_of(row),
         lane=Lane(row.lane),
         extractor="",
+        actor=row.actor or ACTOR,
     )
     return Claimed((row.tenant_id, row.episode_id), row.attempts, as_episode(row), origin)
 
@@ -242,7 +243,7 @@ def _record(
         "episode_processed",
         payload,
         occurred_at=unit.clock(),
-        actor="pipeline",
+        actor=origin.actor,
         tenant_id=tenant_id,
         subject=subject,
         fact_ids=[d.fact.fact_id for d in decisions if d.fact is not None],

@@ -37,6 +37,7 @@ def new_row(episode: EpisodeIn, *, lane: Lane, received_at: datetime) -> dict[st
         "text_hash": text_hash(episode.text),
         "trust": episode.trust.value if episode.trust is not None else None,
         "idempotency_key": episode.idempotency_key,
+        "actor": episode.actor,
         "meta": episode.metadata or None,
         "lane": lane.value,
         "status": "pending",

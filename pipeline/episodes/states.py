@@ -35,6 +35,7 @@ _SHOWN = [
     "text",
     "trust",
     "idempotency_key",
+    "actor",
     "meta",
     "lane",
     "status",
@@ -53,6 +54,8 @@ class EpisodeQuery(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     tenant_id: Identifier
+    agent_id: Identifier | None = None
+    purpose: Identifier | None = None
     status: str | None = Field(default=None, pattern="^(pending|processing|done|failed)$")
     session_id: Identifier | None = None
     subject: Identifier | None = None
@@ -71,6 +74,8 @@ def list_episodes(store: Store, query: EpisodeQuery | Mapping[str, Any]) -> list
     query = parse(EpisodeQuery, query)
     statement = select(EpisodeRow).where(EpisodeRow.tenant_id == query.tenant_id)
     for column, value in (
+        (EpisodeRow.agent_id, query.agent_id),
+        (EpisodeRow.purpose, query.purpose),
         (EpisodeRow.status, query.status),
         (EpisodeRow.session_id, query.session_id),
         (EpisodeRow.subject, query.subject),

@@ -44,6 +44,7 @@ class Provenance:
     trust: Trust
     lane: Lane
     extractor: str
+    actor: str = ACTOR  # who sent the episode: named on every decision taken for it
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ def apply_candidate(unit: Unit, origin: Provenance, candidate: Candidate) -> Dec
     digest = value_hash(candidate.value)
     key = waiting(unit, where)
     if spec.cardinality is Cardinality.ONE:
-        reset_contradicted(unit, key, digest, origin.occurred_at, actor=ACTOR)
+        reset_contradicted(unit, key, digest, origin.occurred_at, actor=origin.actor)
     support = SupportRecord(
         episode_id=origin.episode_id,
         session_id=origin.session_id,
@@ -109,7 +110,7 @@ def apply_candidate(unit: Unit, origin: Provenance, candidate: Candidate) -> Dec
         evidence=candidate.evidence,
     )
     if isinstance(verdict, Buffer):
-        row = add_support(unit, key, candidate.value, support, actor=ACTOR)
+        row = add_support(unit, key, candidate.value, support, actor=origin.actor)
         result = promote_if_eligible(
             unit,
             row,
@@ -117,7 +118,7 @@ def apply_candidate(unit: Unit, origin: Provenance, candidate: Candidate) -> Dec
             window=verdict.window,
             trust=verdict.trust,
             confidence=signal,
-            actor=ACTOR,
+            actor=origin.actor,
         )
         sessions = f"supported by {result.support} sessions"
         promoted = _settled(candidate.attribute, result, "promoted", sessions)
@@ -132,7 +133,7 @@ def apply_candidate(unit: Unit, origin: Provenance, candidate: Candidate) -> Dec
     if waits is not None:
         # A strong statement of a value that was waiting: the wait is over, and the fact
         # holds from the first time it was said.
-        add_support(unit, key, candidate.value, support, actor=ACTOR)
+        add_support(unit, key, candidate.value, support, actor=origin.actor)
         status = "confirmed" if origin.lane is Lane.HOT else "promoted"
         result = settle(
             unit,
@@ -140,7 +141,7 @@ def apply_candidate(unit: Unit, origin: Provenance, candidate: Candidate) -> Dec
             status,
             trust=verdict.trust,
             confidence=signal,
-            actor=ACTOR,
+            actor=origin.actor,
             reason=f"stated by episode {origin.episode_id}",
         )
         settled = _settled(candidate.attribute, result, status, "it was waiting in the buffer")
@@ -181,7 +182,7 @@ def _write(
             evidence=candidate.evidence,
             trust=trust,
             confidence=signal,
-            actor=ACTOR,
+            actor=origin.actor,
             idempotency_key=write_key(candidate),
         ),
     )

@@ -19,30 +19,45 @@ def _compose() -> dict[str, Any]:
 
 def test_the_services_of_the_pipeline_are_there() -> None:
     services = _compose()["services"]
-    assert set(services) >= {"postgres", "redis", "migrate", "worker", "beat"}
+    assert set(services) >= {"postgres", "redis", "migrate", "worker", "beat", "api"}
     assert services["migrate"]["command"] == ["sgam", "db", "upgrade"]
     assert services["worker"]["command"][:2] == ["sgam", "worker"]
     assert services["beat"]["command"][:2] == ["sgam", "beat"]
+    assert services["api"]["command"][:2] == ["sgam", "serve"]
 
 
 def test_long_running_services_have_health_checks_and_restart() -> None:
     services = _compose()["services"]
-    for name in ("postgres", "redis", "worker", "beat"):
+    for name in ("postgres", "redis", "worker", "beat", "api"):
         assert "healthcheck" in services[name], name
         assert services[name]["restart"] == "unless-stopped", name
     assert services["migrate"]["restart"] == "no"
 
 
-def test_workers_start_after_the_migration_and_healthy_stores() -> None:
-    depends = _compose()["services"]["worker"]["depends_on"]
-    assert depends["migrate"]["condition"] == "service_completed_successfully"
-    assert depends["postgres"]["condition"] == "service_healthy"
-    assert depends["redis"]["condition"] == "service_healthy"
+def test_workers_and_the_api_start_after_the_migration_and_healthy_stores() -> None:
+    for name in ("worker", "api"):
+        depends = _compose()["services"][name]["depends_on"]
+        assert depends["migrate"]["condition"] == "service_completed_successfully"
+        assert depends["postgres"]["condition"] == "service_healthy"
+        assert depends["redis"]["condition"] == "service_healthy"
+
+
+def test_the_api_listens_on_all_interfaces_and_is_ready_when_readyz_says_so() -> None:
+    api = _compose()["services"]["api"]
+    command = api["command"]
+    assert command[command.index("--host") + 1] == "0.0.0.0"
+    port = command[command.index("--port") + 1]
+    assert api["ports"] == [f"{port}:{port}"]
+    probe = " ".join(api["healthcheck"]["test"])
+    assert f"127.0.0.1:{port}/readyz" in probe
+    # The same settings as the workers: one anchor, one environment.
+    assert api["environment"] == _compose()["services"]["worker"]["environment"]
+    assert "EXPOSE 8080" in (ROOT / "Dockerfile").read_text()
 
 
 def test_settings_come_from_env_and_point_at_the_services() -> None:
     services = _compose()["services"]
-    for name in ("migrate", "worker", "beat"):
+    for name in ("migrate", "worker", "beat", "api"):
         service = services[name]
         assert service["env_file"] == [{"path": ".env", "required": False}]
         environment = service["environment"]

@@ -1,0 +1,322 @@
+"""The HTTP service under bounded load from N concurrent loopback clients, and the same
+operations through the Python API in the same run: the HTTP overhead.
+
+    .venv/bin/python bench/api.py [--clients 1 8 32] [--seconds 5] [--server-workers 1]
+                                  [--rate R] [--operations ...] [--url URL] [--json FILE]
+
+Operations: GET facts (a subject's current facts), GET context (with a query), POST remember
+(an explicit statement through the rules extractor, a new fact each time) and POST episodes
+(batches of 100, stored and queued for the workers: a broker on Redis database 11 that no
+worker drains). Each client is a thread with one keep-alive connection (http.client, which
+costs the client less than httpx) that sends its next request as soon as the last one is
+answered (closed loop: the service's capacity), or with --rate offers R requests a second
+(bounded load: the latency a backend sees below capacity), for --seconds per operation and
+client count. Reported: requests/s, p50/p99 of the
+latency seen by the client, and errors (any status but 2xx). The Python API runs the same
+operations in the same way (threads calling `pipeline.get` etc. on one Store).
+
+Targets on a 2-core machine: GET facts p99 <= 10 ms at 8 clients, GET context p99 <= 15 ms,
+POST remember p99 <= 40 ms, zero errors. The database named by --url (its name must contain
+"bench") is dropped and recreated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+# Run as a script, this folder would come first on sys.path.
+sys.path[0] = str(Path(__file__).resolve().parents[1])
+
+import redis  # noqa: E402
+
+import pipeline  # noqa: E402
+from bench.pipeline import fresh_database, percentile  # noqa: E402
+from pipeline.db.store import Store, open_store  # noqa: E402
+from pipeline.settings import Settings  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/sgam_bench_api"
+REDIS = "redis://127.0.0.1:6379/11"
+TENANT = "bench"
+SUBJECTS = [f"user{i:04d}" for i in range(500)]
+ATTRIBUTES = {
+    "home_city": "Utrecht",
+    "employer": "Globex",
+    "account_plan": "pro",
+    "passport_deadline": "2026-06-30",
+    "answer_style": "concise",
+    "shipping_address": "9 Harbour Road, Leith",
+}
+OPERATIONS = ["GET facts", "GET context", "POST remember", "POST episodes"]
+Call = Callable[[int, random.Random], tuple[bool, int]]  # (ok, items) for one request
+
+
+def seed(store: Store) -> None:
+    """Every subject with the facts a chat backend would read back."""
+    with store.begin() as unit:
+        for subject in SUBJECTS:
+            for attribute, value in ATTRIBUTES.items():
+                pipeline.write_fact(
+                    unit,
+                    {
+                        "tenant_id": TENANT,
+                        "subject": subject,
+                        "attribute": attribute,
+                        "value": value,
+                        "valid_from": "2026-01-01T00:00:00Z",
+                        "source_episode_id": "seed",
+                    },
+                )
+    store.analyze()
+
+
+def episodes(rng: random.Random, count: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "subject": rng.choice(SUBJECTS),
+            "session_id": f"s{rng.randrange(10**9)}",
+            "occurred_at": "2026-06-01T10:00:00Z",
+            "text": f"thanks, my budget this month is {rng.randrange(10**6)} dollars",
+        }
+        for _ in range(count)
+    ]
+
+
+def remember_body(rng: random.Random) -> dict[str, Any]:
+    return {"subject": rng.choice(SUBJECTS), "text": f"my monthly budget is {rng.randrange(10**9)}"}
+
+
+class HttpClient:
+    """One keep-alive connection; a thread of its own. A failed request (a refused or dropped
+    connection) is an error, and the next request opens a new connection."""
+
+    def __init__(self, port: int, secret: str) -> None:
+        self.port = port
+        self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        self.headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
+        self.failures: list[str] = []
+
+    def send(self, method: str, path: str, body: Any = None) -> bool:
+        data = json.dumps(body).encode() if body is not None else None
+        try:
+            self.connection.request(method, path, body=data, headers=self.headers)
+            response = self.connection.getresponse()
+            response.read()
+        except (OSError, http.client.HTTPException) as error:
+            self.failures.append(f"{type(error).__name__}: {error}")
+            self.connection.close()
+            self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+            return False
+        if not 200 <= response.status < 300:
+            self.failures.append(f"HTTP {response.status}")
+        return 200 <= response.status < 300
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def http_calls(client: HttpClient) -> dict[str, Call]:
+    def facts(_: int, rng: random.Random) -> tuple[bool, int]:
+        return client.send("GET", f"/v1/subjects/{rng.choice(SUBJECTS)}/facts"), 1
+
+    def context(_: int, rng: random.Random) -> tuple[bool, int]:
+        path = f"/v1/subjects/{rng.choice(SUBJECTS)}/context?query=where+do+I+live"
+        return client.send("GET", path), 1
+
+    def remember(_: int, rng: random.Random) -> tuple[bool, int]:
+        return client.send("POST", "/v1/remember", remember_body(rng)), 1
+
+    def ingest(_: int, rng: random.Random) -> tuple[bool, int]:
+        return client.send("POST", "/v1/episodes", episodes(rng, 100)), 100
+
+    return {
+        "GET facts": facts,
+        "GET context": context,
+        "POST remember": remember,
+        "POST episodes": ingest,
+    }
+
+
+def python_calls(store: Store) -> dict[str, Call]:
+    scope = {"tenant_id": TENANT}
+
+    def facts(_: int, rng: random.Random) -> tuple[bool, int]:
+        pipeline.get(store, scope | {"subject": rng.choice(SUBJECTS)})
+        return True, 1
+
+    def context(_: int, rng: random.Random) -> tuple[bool, int]:
+        pipeline.assemble(
+            store, scope | {"subject": rng.choice(SUBJECTS), "query": "where do I live"}
+        )
+        return True, 1
+
+    def remember(_: int, rng: random.Random) -> tuple[bool, int]:
+        pipeline.remember(store, scope | remember_body(rng))
+        return True, 1
+
+    def ingest(_: int, rng: random.Random) -> tuple[bool, int]:
+        pipeline.ingest(store, [scope | episode for episode in episodes(rng, 100)])
+        return True, 100
+
+    return {
+        "GET facts": facts,
+        "GET context": context,
+        "POST remember": remember,
+        "POST episodes": ingest,
+    }
+
+
+def load(calls: list[Call], seconds: float, rate: float = 0) -> dict[str, Any]:
+    """Each call in a thread of its own for `seconds`: closed loop (the next request as soon
+    as the last is answered), or with `rate`, each client offering that many requests a
+    second; a late request's latency then counts from when it was due, so a stall is not
+    hidden by the requests it held back."""
+    samples: list[list[float]] = [[] for _ in calls]
+    errors = [0] * len(calls)
+    items = [0] * len(calls)
+    start = threading.Barrier(len(calls) + 1)
+    stop_at = [0.0]
+
+    def run(index: int) -> None:
+        rng = random.Random(index)
+        start.wait()
+        due = time.perf_counter() + (rng.random() / rate if rate else 0)
+        while time.perf_counter() < stop_at[0]:
+            if rate:
+                # Late (the last answer came after this one was due): count from when it
+                # was due. Early: wait, and count from when it is sent, not the sleep's slack.
+                wait = due - time.perf_counter()
+                if wait > 0:
+                    time.sleep(wait)
+                began = time.perf_counter() if wait > 0 else due
+                due += 1 / rate
+            else:
+                began = time.perf_counter()
+            try:
+                ok, count = calls[index](index, rng)
+            except Exception:  # a refused connection, a timeout: counted, never hidden
+                ok, count = False, 0
+            samples[index].append((time.perf_counter() - began) * 1000)
+            errors[index] += not ok
+            items[index] += count
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
+    for thread in threads:
+        thread.start()
+    stop_at[0] = time.perf_counter() + seconds
+    began = time.perf_counter()
+    start.wait()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - began
+    latencies = [sample for per_client in samples for sample in per_client]
+    return {
+        "requests": len(latencies),
+        "requests_per_s": round(len(latencies) / elapsed, 1),
+        "items_per_s": round(sum(items) / elapsed, 1),
+        "p50_ms": round(percentile(latencies, 0.50), 2),
+        "p99_ms": round(percentile(latencies, 0.99), 2),
+        "errors": sum(errors),
+    }
+
+
+def start_server(url: str, port: int, workers: int) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "SGAM_DATABASE_URL": url,
+        "SGAM_REDIS_URL": REDIS,
+        "SGAM_BROKER_URL": REDIS,
+        "SGAM_API_RATE_PER_S": "1000000",  # limited, so the bucket's Redis trip is measured
+        "SGAM_API_RATE_BURST": "1000000",
+    }
+    command = [str(Path(sys.executable).with_name("sgam")), "serve", "--port", str(port)]
+    command += ["--workers", str(workers), "--log-level", "warning"]
+    server = subprocess.Popen(command, env=env, cwd=ROOT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
+            connection.request("GET", "/readyz")
+            if connection.getresponse().status == 200:
+                return server
+        except OSError:
+            time.sleep(0.2)
+    server.kill()
+    raise SystemExit("sgam serve did not become ready")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--url", default=DEFAULT_URL)
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--server-workers", type=int, default=1)
+    parser.add_argument("--port", type=int, default=18480)
+    parser.add_argument(
+        "--rate", type=float, default=0, help="requests/s each client offers (0: closed loop)"
+    )
+    parser.add_argument("--operations", nargs="+", default=OPERATIONS, choices=OPERATIONS)
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+
+    fresh_database(args.url)
+    redis.Redis.from_url(REDIS).flushdb()
+    store = open_store(Settings(database_url=args.url, broker_url=REDIS))
+    seed(store)
+    secret = pipeline.create_key(store, {"tenant_id": TENANT, "role": "writer"})[1]
+    report: dict[str, Any] = {
+        "load_before": os.getloadavg(),
+        "server_workers": args.server_workers,
+        "runs": [],
+    }
+    server = start_server(args.url, args.port, args.server_workers)
+    try:
+        for clients in args.clients:
+            python = python_calls(store)
+            for name in args.operations:
+                for mode in ("http", "python"):
+                    # New connections for each run: an idle one would have been closed by
+                    # the server's keep-alive timeout while the other mode ran.
+                    http_clients = [HttpClient(args.port, secret) for _ in range(clients)]
+                    for client in http_clients if mode == "http" else []:
+                        client.send("GET", "/healthz")  # connected before the clock starts
+                    calls = [
+                        http_calls(client)[name] if mode == "http" else python[name]
+                        for client in http_clients
+                    ]
+                    figures = load(calls, args.seconds, args.rate) | {
+                        "operation": name,
+                        "clients": clients,
+                        "mode": mode,
+                        "rate_per_client": args.rate or None,
+                        "load": os.getloadavg()[0],
+                    }
+                    failures = [f for client in http_clients for f in client.failures]
+                    if failures:
+                        figures["first_failures"] = sorted(set(failures))[:3]
+                    for client in http_clients:
+                        client.close()
+                    report["runs"].append(figures)
+                    print(json.dumps(figures), flush=True)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        store.dispose()
+    report["load_after"] = os.getloadavg()
+    if args.json is not None:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

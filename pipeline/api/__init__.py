@@ -1,0 +1,1 @@
+"""SGAM's HTTP service for chat backends (`sgam serve`): `create_app()` in `pipeline.api.app`."""

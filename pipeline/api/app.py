@@ -1,0 +1,123 @@
+"""The HTTP service for chat backends: `create_app()` builds it on the SGAM_* settings.
+
+Handlers are thin: they parse, authorise, call the same pipeline functions as the command
+line, and map typed errors to problems (`problems.PROBLEMS`). The pipeline's database work is
+synchronous, so handlers that touch it are plain functions that FastAPI runs in its thread
+pool; the event loop only parses, authenticates and answers.
+
+Middleware, outermost first: metrics (every request, refusals included) → authentication and
+the rate limit (before any body is read) → the body's size, type and encoding → the routes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response
+from starlette.exceptions import HTTPException
+
+from pipeline.api import openapi
+from pipeline.api.access import Authenticate, KeyCache
+from pipeline.api.limits import ReadBody
+from pipeline.api.metrics import Measure, Metrics
+from pipeline.api.problems import (
+    ApiError,
+    MalformedRequest,
+    MethodNotAllowed,
+    NoRoute,
+    problem_response,
+)
+from pipeline.api.ratelimit import RateLimiter
+from pipeline.api.routes import episodes, facts, health, keys, review, subjects
+from pipeline.db.store import Store, open_store
+from pipeline.errors import SgamError
+from pipeline.settings import Settings, load_settings
+from pipeline.validation import invalid_field
+
+DESCRIPTION = """Schema-guided agent memory over HTTP: ingest episodes, remember explicit
+statements, read facts and context, review the buffer and the quarantine, forget subjects.
+
+Every /v1 request carries `Authorization: Bearer <API key>` (`sgam keys create`). The key fixes
+the tenant and, when set, the agent and purpose: a request that names another is refused (403),
+and another tenant's resource is answered 404, like a missing one. Roles: reader (reads,
+context), writer (+ ingest, remember, put), reviewer (+ candidates, quarantine, promote, log),
+admin (+ forget, purge, keys).
+
+`Idempotency-Key` makes a POST, PUT or DELETE safe to retry; a fact's `version` is its `ETag`,
+and `If-Match` sends the version a write expects (412 when stale). Errors are RFC 9457
+`application/problem+json` with a stable `type` per error class:
+
+"""
+
+
+def create_app(settings: Settings | None = None, store: Store | None = None) -> FastAPI:
+    settings = settings or load_settings()
+    store = store or open_store(settings)
+    limiter = RateLimiter(settings)
+    metrics = Metrics(store)
+    cache = KeyCache(settings.api_key_cache_s)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        await limiter.close()
+        store.dispose()
+
+    app = FastAPI(
+        title="SGAM",
+        version="0.1.0",
+        description=DESCRIPTION + openapi.problem_table(),
+        lifespan=lifespan,
+    )
+    app.state.store, app.state.limiter, app.state.metrics = store, limiter, metrics
+    app.state.key_cache = cache
+    modules = (episodes, facts, review, subjects, keys, health)
+    for module in modules:
+        app.include_router(module.router)
+    _handle_errors(app)
+    app.add_middleware(ReadBody, limit=settings.api_max_body_bytes)
+    app.add_middleware(Authenticate, store=store, limiter=limiter, cache=cache)
+    routes = [route for module in modules for route in module.router.routes]
+    app.add_middleware(Measure, metrics=metrics, routes=routes)
+    app.openapi = lambda: openapi.build(app)  # type: ignore[method-assign]
+    return app
+
+
+def _handle_errors(app: FastAPI) -> None:
+    async def typed(request: Request, error: Exception) -> Response:
+        return problem_response(error, request.url.path)
+
+    async def unreadable(request: Request, error: Exception) -> Response:
+        assert isinstance(error, RequestValidationError)
+        first: dict[str, Any] = dict(error.errors()[0])
+        if first["type"] == "json_invalid":
+            refused: Exception = MalformedRequest(
+                f"the body is not JSON: {first.get('ctx', {}).get('error', 'decode error')}"
+            )
+        else:
+            place = (
+                first["loc"][1:] if first["loc"][:1] in (("body",), ("query",)) else first["loc"]
+            )
+            refused = invalid_field(first | {"loc": place or ("body",)})
+        return problem_response(refused, request.url.path)
+
+    async def http(request: Request, error: Exception) -> Response:
+        assert isinstance(error, HTTPException)
+        refused: Exception
+        if error.status_code == 404:
+            refused = NoRoute(f"no endpoint at {request.url.path}")
+        elif error.status_code == 405:
+            refused = MethodNotAllowed(f"{request.method} is not allowed here")
+        else:
+            refused = MalformedRequest(str(error.detail))
+        return problem_response(refused, request.url.path)
+
+    app.add_exception_handler(SgamError, typed)
+    app.add_exception_handler(ApiError, typed)
+    app.add_exception_handler(RequestValidationError, unreadable)
+    app.add_exception_handler(HTTPException, http)
+    app.add_exception_handler(Exception, typed)

@@ -1,0 +1,73 @@
+"""Request bodies of the HTTP service, derived from the pipeline's own commands so the two
+never drift: the same fields, types and limits, except that the tenant may be left out (the
+key fixes it), the actor is never the caller's to say (it is the key), and a subject must fit
+in one URL path segment so that whatever is written can be read back at /v1/subjects/{subject}.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
+
+from pipeline.access.keys import NewKey
+from pipeline.hot_path import RememberIn
+from schemas.commands import PutFact
+from schemas.fields import Identifier
+from schemas.intake import EpisodeIn
+
+
+def one_segment(subject: str) -> str:
+    if "/" in subject or subject in (".", ".."):
+        raise ValueError("must fit in one URL path segment: no '/', and not '.' or '..'")
+    return subject
+
+
+Subject = Annotated[Identifier, AfterValidator(one_segment)]
+
+
+def body_of(
+    command: type[BaseModel], name: str, *, without: tuple[str, ...] = ("actor",)
+) -> type[BaseModel]:
+    """`command`'s fields as a request body: tenant_id optional, `without` left out, subject
+    restricted to one path segment. The pipeline validates the command again in full."""
+    fields: dict[str, Any] = {}
+    for field, info in command.model_fields.items():
+        if field in without:
+            continue
+        annotation: Any = info.annotation
+        if info.metadata:
+            annotation = Annotated[annotation, *info.metadata]
+        if field == "subject":
+            annotation = Subject
+        default: Any = ... if info.is_required() else info.default
+        if field == "tenant_id":
+            annotation, default = annotation | None, None
+        described = info.description
+        if field == "tenant_id":
+            described = "the key's tenant; any other is refused (403)"
+        fields[field] = (
+            annotation,
+            Field(default_factory=info.default_factory, description=described)
+            if info.default_factory is not None
+            else Field(default=default, description=described),
+        )
+    return create_model(
+        name,
+        __config__=ConfigDict(frozen=True, extra="forbid"),
+        __doc__=command.__doc__,
+        **fields,
+    )
+
+
+if TYPE_CHECKING:  # generated classes: to the type checker, models like any other
+    EpisodeBody = BaseModel
+    RememberBody = BaseModel
+    PutBody = BaseModel
+    KeyBody = BaseModel
+else:
+    EpisodeBody = body_of(EpisodeIn, "EpisodeBody")
+    RememberBody = body_of(RememberIn, "RememberBody")
+    # The expected version travels in If-Match, as HTTP says.
+    PutBody = body_of(PutFact, "PutBody", without=("actor", "expected_version"))
+    KeyBody = body_of(NewKey, "KeyBody")

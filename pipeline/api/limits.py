@@ -1,0 +1,73 @@
+"""ASGI middleware that reads a request's body before any handler does: refused when it is
+larger than SGAM_API_MAX_BODY_BYTES (413, also for a chunked body that never says its
+length), not JSON (415) or not UTF-8 (400). The application then reads the checked bytes."""
+
+from __future__ import annotations
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from pipeline.api.problems import (
+    MalformedRequest,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    problem_response,
+)
+
+_JSON_TYPES = ("application/json", "application/problem+json")
+
+
+class ReadBody:
+    def __init__(self, app: ASGIApp, *, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE"):
+            await self.app(scope, receive, send)
+            return
+        try:
+            body = await self._read(scope, receive)
+        except (PayloadTooLarge, UnsupportedMediaType, MalformedRequest) as error:
+            await problem_response(error, scope["path"])(scope, receive, send)
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()  # only a disconnect is left to wait for
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+    async def _read(self, scope: Scope, receive: Receive) -> bytes:
+        headers = dict(scope["headers"])
+        declared = headers.get(b"content-length")
+        too_large = PayloadTooLarge(f"the body may have at most {self.limit} bytes")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
+            raise too_large if declared.isdigit() else MalformedRequest("bad Content-Length")
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.limit:
+                raise too_large
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        if body:
+            media = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
+            if media.decode("latin-1") not in _JSON_TYPES:
+                raise UnsupportedMediaType("send the body as application/json")
+            try:
+                body.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise MalformedRequest(
+                    f"the body is not valid UTF-8 (at byte {error.start})"
+                ) from None
+        return body

@@ -1,0 +1,130 @@
+"""Prometheus metrics at /metrics: requests and their latency per route, method and status;
+episodes by state and the broker's queue depth, read when scraped.
+
+With several server processes (`sgam serve --workers N`) the request metrics are shared
+through PROMETHEUS_MULTIPROC_DIR, which `sgam serve` sets up; the pipeline's gauges come from
+the database and the broker, so any process reports them alike.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator, Sequence
+from functools import cache
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
+from redis.exceptions import RedisError
+from sqlalchemy import func, select
+from starlette.routing import BaseRoute, Match
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from pipeline.db.models import EpisodeRow
+from pipeline.db.store import Store
+from pipeline.episodes.dispatch import CONSOLIDATE_QUEUE, EXTRACT_QUEUE
+from pipeline.episodes.states import STATUSES
+
+# Seconds; the service's targets (10, 15 and 40 ms) fall on bucket edges.
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.015, 0.025, 0.04, 0.1, 0.25, 0.5, 1, 2.5, 10)
+
+
+class Metrics:
+    def __init__(self, store: Store) -> None:
+        shared = "PROMETHEUS_MULTIPROC_DIR" in os.environ
+        self.registry = CollectorRegistry()
+        own = None if shared else self.registry
+        labels = ("method", "route", "status")
+        self.requests = Counter(
+            "sgam_http_requests", "HTTP requests answered", labels, registry=own
+        )
+        self.latency = Histogram(
+            "sgam_http_request_duration_seconds",
+            "Time to answer an HTTP request",
+            labels,
+            buckets=LATENCY_BUCKETS,
+            registry=own,
+        )
+        if shared:
+            MultiProcessCollector(self.registry)  # type: ignore[no-untyped-call]
+        self.registry.register(PipelineCollector(store))
+
+    def observe(self, method: str, route: str, status: int, seconds: float) -> None:
+        labels = (method, route, str(status))
+        self.requests.labels(*labels).inc()
+        self.latency.labels(*labels).observe(seconds)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class PipelineCollector(Collector):
+    """Episodes by state, from the database; the broker's queues, from Redis (when a broker
+    is configured)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        episodes = GaugeMetricFamily("sgam_episodes", "Episodes by state", labels=["state"])
+        statement = select(EpisodeRow.status, func.count()).group_by(EpisodeRow.status)
+        with self.store.reading() as connection:
+            counts = dict(connection.execute(statement).tuples().all())
+        for state in STATUSES:
+            episodes.add_metric([state], counts.get(state, 0))
+        yield episodes
+        broker = self.store.settings.broker_url
+        if broker is not None and broker.startswith(("redis://", "rediss://")):
+            depth = GaugeMetricFamily(
+                "sgam_queue_depth", "Wake-ups waiting on the broker", labels=["queue"]
+            )
+            client = _broker(broker)
+            try:
+                for queue in (EXTRACT_QUEUE, CONSOLIDATE_QUEUE):
+                    depth.add_metric([queue], int(client.llen(queue)))
+            except RedisError:
+                return  # a broker that is down has no depth to report; /readyz says so
+            yield depth
+
+
+@cache
+def _broker(url: str) -> Any:
+    import redis
+
+    return redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+
+
+class Measure:
+    """ASGI middleware: count and time every request by its route's template (never the raw
+    path, which would make a label per subject)."""
+
+    def __init__(self, app: ASGIApp, *, metrics: Metrics, routes: Sequence[BaseRoute]) -> None:
+        self.app, self.metrics, self.routes = app, metrics, routes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def sent(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sent)
+        finally:
+            elapsed = time.perf_counter() - started
+            self.metrics.observe(scope["method"], self._template(scope), status, elapsed)
+
+    def _template(self, scope: Scope) -> str:
+        route = scope.get("route")
+        if route is None:  # refused before routing (401, 413, 429): find its route anyway
+            route = next((r for r in self.routes if r.matches(scope)[0] is Match.FULL), None)
+        return getattr(route, "path", None) or "unmatched"

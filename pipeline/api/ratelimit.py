@@ -1,0 +1,85 @@
+"""A token bucket per API key, kept in Redis so that every server process shares it.
+
+Each key may send `SGAM_API_RATE_BURST` requests at once and `SGAM_API_RATE_PER_S` a second
+after that. One Lua script refills and takes a token atomically, on Redis's own clock, so
+processes on hosts with skewed clocks agree. A Redis that cannot be reached refuses the
+request (503): the limit is not silently lifted.
+"""
+
+from __future__ import annotations
+
+import math
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from pipeline.api.problems import RateLimited
+from pipeline.errors import StoreUnavailable
+from pipeline.settings import Settings
+
+# KEYS[1]: the bucket; ARGV: rate per second, burst. Returns {allowed, seconds to wait}.
+_TAKE = """
+local rate = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local tokens = tonumber(state[1]) or burst
+local at = tonumber(state[2]) or now
+tokens = math.min(burst, tokens + math.max(0, now - at) * rate)
+local allowed, wait = 0, (1 - tokens) / rate
+if tokens >= 1 then
+  tokens, allowed, wait = tokens - 1, 1, 0
+end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
+redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
+return {allowed, tostring(wait)}
+"""
+
+
+class RateLimiter:
+    def __init__(self, settings: Settings) -> None:
+        self.rate = settings.api_rate_per_s
+        self.burst = settings.api_rate_burst
+        self.redis: Redis | None = None
+        if self.enabled:
+            self.redis = Redis.from_url(
+                settings.redis_url, socket_timeout=2, socket_connect_timeout=2
+            )
+            self._take = self.redis.register_script(_TAKE)
+
+    @property
+    def enabled(self) -> bool:
+        return self.rate > 0
+
+    async def take(self, key_id: str) -> None:
+        """Spend one of the key's tokens, or raise RateLimited with the wait in seconds."""
+        if self.redis is None:
+            return
+        try:
+            allowed, wait = await self._take(
+                keys=[f"sgam:rate:{key_id}"], args=[self.rate, self.burst]
+            )
+        except RedisError as error:
+            raise StoreUnavailable(
+                f"the rate limiter's Redis is unavailable ({type(error).__name__})"
+            ) from error
+        if not int(allowed):
+            seconds = max(1, math.ceil(float(wait)))
+            raise RateLimited(
+                f"this key may send {self.rate:g} requests a second (bursts of {self.burst}); "
+                f"retry in {seconds} s",
+                retry_after=seconds,
+            )
+
+    async def ping(self) -> bool:
+        if self.redis is None:
+            return True
+        try:
+            return bool(await self.redis.ping())
+        except RedisError:
+            return False
+
+    async def close(self) -> None:
+        if self.redis is not None:
+            await self.redis.aclose()

@@ -1,0 +1,123 @@
+"""`sgam serve` (the HTTP service) and `sgam keys create|list|revoke` (its API keys)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any
+
+import click
+
+from pipeline.cli import output
+from pipeline.cli.options import given_fields, json_output, opened_store
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=8080, show_default=True, help="TCP port."
+)
+@click.option(
+    "--workers", type=click.IntRange(1, 64), default=1, show_default=True, help="Processes."
+)
+@click.option("--access-log", is_flag=True, help="Log every request (costs latency).")
+@click.option(
+    "--log-level",
+    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+    default="info",
+    show_default=True,
+)
+def serve(host: str, port: int, workers: int, access_log: bool, log_level: str) -> None:
+    """Serve the HTTP API for chat backends (OpenAPI at /openapi.json, docs at /docs).
+
+    Requests carry `Authorization: Bearer KEY` (see `sgam keys create`)."""
+    import uvicorn
+
+    with opened_store():
+        pass  # the store is reachable and migrated, or this exits 2 or 5 saying why
+    if workers > 1 and "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
+        # Request metrics are counted per process; this directory lets /metrics sum them.
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="sgam-metrics-")
+    uvicorn.run(
+        "pipeline.api.app:create_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        access_log=access_log,
+        log_level=log_level,
+        server_header=False,
+    )
+
+
+@click.group()
+def keys() -> None:
+    """API keys of the HTTP service: create (the key is printed once), list, revoke."""
+
+
+@keys.command("create")
+@click.option("--tenant", required=True, help="The tenant every request of the key acts in.")
+@click.option(
+    "--role",
+    required=True,
+    type=click.Choice(["reader", "writer", "reviewer", "admin"]),
+    help="reader: reads, context; writer: + ingest, remember, put; reviewer: + candidates, "
+    "quarantine, promote; admin: + forget, purge, keys.",
+)
+@click.option("--agent", help="Bind the key to this agent (default: any).")
+@click.option("--purpose", help="Bind the key to this purpose (default: any).")
+@click.option("--name", help="A name to recognise the key by.")
+@click.option("--expires-at", help="When the key stops working (RFC 3339).")
+@json_output
+def create(tenant: str, role: str, as_json: bool, **options: Any) -> None:
+    """Create a key and print it once: only its hash is stored."""
+    from pipeline.access.keys import create_key
+
+    fields = {"tenant_id": tenant, "role": role} | given_fields(
+        options, agent="agent_id", purpose="purpose"
+    )
+    with opened_store() as store:
+        key, secret = create_key(store, fields)
+    if output.wants_json(as_json):
+        output.emit_json({"key": key.to_json(), "secret": secret})
+        return
+    click.echo(secret)
+    click.echo(f"key {key.key_id}: {key.role} in tenant {key.tenant_id}; shown only now", err=True)
+
+
+@keys.command("list")
+@click.option("--tenant", required=True, help="Tenant whose keys to list.")
+@json_output
+def list_(tenant: str, as_json: bool) -> None:
+    """The tenant's keys (never their secrets); exit 1 when it has none."""
+    from pipeline.access.keys import list_keys
+
+    with opened_store() as store:
+        found = list_keys(store, tenant)
+    if output.wants_json(as_json):
+        output.emit_json([key.to_json() for key in found])
+    else:
+        for key in found:
+            shown = key.to_json()
+            state = "revoked" if key.revoked_at else f"expires {shown['expires_at'] or 'never'}"
+            scope = f"agent={key.agent_id or '*'} purpose={key.purpose or '*'}"
+            click.echo(
+                f"{key.key_id}  {key.prefix}…  {key.role:<8}  {scope}  {state}  {key.name or ''}"
+            )
+    if not found:
+        raise click.exceptions.Exit(1)
+
+
+@keys.command("revoke")
+@click.argument("key_id")
+@json_output
+def revoke(key_id: str, as_json: bool) -> None:
+    """Revoke a key for good: its next request is refused (401)."""
+    from pipeline.access.keys import revoke_key
+
+    with opened_store() as store:
+        key = revoke_key(store, key_id)
+    if output.wants_json(as_json):
+        output.emit_json(key.to_json())
+    else:
+        click.echo(f"revoked {key.key_id} ({key.role} in tenant {key.tenant_id})")

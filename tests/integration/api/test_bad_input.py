@@ -1,0 +1,470 @@
+"""A corpus of bad requests: each is a clear 4xx problem, and nothing is written."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests.integration.api.conftest import Keys, Server, episode_body, fact_body, rows_of
+
+pytestmark = pytest.mark.postgres
+
+FACT = json.dumps(fact_body()).encode()
+REMEMBER = {"subject": "mira", "text": "my plan is pro"}
+
+
+def nested(depth: int) -> Any:
+    value: Any = "x"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def chunked(size: int) -> Iterator[bytes]:
+    """A body sent without Content-Length."""
+    for _ in range(size // 65536 + 1):
+        yield b" " * 65536
+
+
+# (name, method, path, request options, status, problem type, field)
+CORPUS: list[tuple[str, str, str, dict[str, Any], int, str, str | None]] = [
+    ("truncated JSON", "PUT", "/v1/facts", {"content": FACT[:-3]}, 400, "malformed-request", None),
+    (
+        "not JSON at all",
+        "POST",
+        "/v1/remember",
+        {"content": b"subject=mira"},
+        400,
+        "malformed-request",
+        None,
+    ),
+    (
+        "invalid UTF-8",
+        "PUT",
+        "/v1/facts",
+        {"content": FACT.replace(b"Utrecht", b"Utr\xff\xfecht")},
+        400,
+        "malformed-request",
+        None,
+    ),
+    (
+        "a text body",
+        "PUT",
+        "/v1/facts",
+        {"content": FACT, "headers": {"Content-Type": "text/plain"}},
+        415,
+        "unsupported-media-type",
+        None,
+    ),
+    ("no body", "PUT", "/v1/facts", {}, 422, "invalid-input", "body"),
+    (
+        "an array for an object",
+        "PUT",
+        "/v1/facts",
+        {"json": [fact_body()]},
+        422,
+        "invalid-input",
+        "body",
+    ),
+    (
+        "a number for the subject",
+        "PUT",
+        "/v1/facts",
+        {"json": fact_body(subject=42)},
+        422,
+        "invalid-input",
+        "subject",
+    ),
+    (
+        "a string for the confidence",
+        "PUT",
+        "/v1/facts",
+        {"json": fact_body(confidence="high")},
+        422,
+        "invalid-input",
+        "confidence",
+    ),
+    (
+        "NaN for the confidence",
+        "PUT",
+        "/v1/facts",
+        {"content": FACT[:-1] + b', "confidence": NaN}'},
+        422,
+        "invalid-input",
+        "confidence",
+    ),
+    (
+        "a null value",
+        "PUT",
+        "/v1/facts",
+        {"json": fact_body(value=None)},
+        422,
+        "invalid-input",
+        "value",
+    ),
+    (
+        "an undeclared attribute",
+        "PUT",
+        "/v1/facts",
+        {"json": fact_body(attribute="shoe_size")},
+        422,
+        "invalid-input",
+        "attribute",
+    ),
+    (
+        "a value of the wrong type",
+        "PUT",
+        "/v1/facts",
+        {"json": fact_body(attribute="monthly_budget", value="lots")},
+        422,
+        "invalid-input",
+        "value",
+    ),
+    (
+        "a naive timestamp",
+        "PUT",
+        "/v1/facts",
+        {"json": fact_body(valid_from="2026-01-01T00:00:00")},
+        422,
+        "invalid-input",
+        "valid_from",
+    ),
+    (
+        "a value nested too deep",
+        "PUT",
+        "/v1/facts",
+        {"json": fact_body(attribute="compliance_flag", value=nested(100))},
+        422,
+        "invalid-input",
+        "value",
+    ),
+    (
+        "the actor named by the caller",
+        "PUT",
+        "/v1/facts",
+        {"json": fact_body(actor="root")},
+        422,
+        "invalid-input",
+        "actor",
+    ),
+    (
+        "an expected version in the body",
+        "PUT",
+        "/v1/facts",
+        {"json": fact_body(expected_version=1)},
+        422,
+        "invalid-input",
+        "expected_version",
+    ),
+    (
+        "NUL in the text",
+        "POST",
+        "/v1/remember",
+        {"json": REMEMBER | {"text": "my plan\x00 is pro"}},
+        422,
+        "invalid-input",
+        "text",
+    ),
+    (
+        "NUL in the subject",
+        "POST",
+        "/v1/remember",
+        {"json": REMEMBER | {"subject": "mi\x00ra"}},
+        422,
+        "invalid-input",
+        "subject",
+    ),
+    (
+        "a bidi override in the subject",
+        "PUT",
+        "/v1/facts",
+        {"json": fact_body(subject="mira\u202e")},
+        422,
+        "invalid-input",
+        "subject",
+    ),
+    (
+        "a path in the subject",
+        "PUT",
+        "/v1/facts",
+        {"json": fact_body(subject="../../etc/passwd")},
+        422,
+        "invalid-input",
+        "subject",
+    ),
+    (
+        "a dot-dot subject",
+        "POST",
+        "/v1/remember",
+        {"json": REMEMBER | {"subject": ".."}},
+        422,
+        "invalid-input",
+        "subject",
+    ),
+    (
+        "an over-long text",
+        "POST",
+        "/v1/remember",
+        {"json": REMEMBER | {"text": "x" * 20_001}},
+        422,
+        "invalid-input",
+        "text",
+    ),
+    (
+        "a batch with one bad episode",
+        "POST",
+        "/v1/episodes",
+        {"json": [episode_body(), episode_body(occurred_at="yesterday")]},
+        422,
+        "invalid-episodes",
+        None,
+    ),
+    ("an empty batch", "POST", "/v1/episodes", {"json": []}, 422, "invalid-input", "body"),
+    (
+        "a batch over the limit",
+        "POST",
+        "/v1/episodes",
+        {"json": [episode_body()] * 1001},
+        422,
+        "invalid-input",
+        "body",
+    ),
+    (
+        "a huge body",
+        "POST",
+        "/v1/episodes",
+        {"content": b"[" + b" " * (5 * 1024 * 1024) + b"]"},
+        413,
+        "payload-too-large",
+        None,
+    ),
+    (
+        "a huge chunked body",
+        "POST",
+        "/v1/remember",
+        {"content": chunked(5 * 1024 * 1024)},
+        413,
+        "payload-too-large",
+        None,
+    ),
+    (
+        "an Idempotency-Key with a control character",
+        "PUT",
+        "/v1/facts",
+        {"json": fact_body(), "headers": {"Idempotency-Key": "a\tb"}},
+        422,
+        "invalid-input",
+        "Idempotency-Key",
+    ),
+    (
+        "a malformed If-Match",
+        "PUT",
+        "/v1/facts",
+        {"json": fact_body(), "headers": {"If-Match": 'W/"1"'}},
+        422,
+        "invalid-input",
+        "If-Match",
+    ),
+    (
+        "an absurd If-Match",
+        "PUT",
+        "/v1/facts",
+        {"json": fact_body(), "headers": {"If-Match": "9" * 40}},
+        422,
+        "invalid-input",
+        "If-Match",
+    ),
+    (
+        "an encoded path in the path",
+        "GET",
+        "/v1/subjects/..%2F..%2Fetc%2Fpasswd/facts",
+        {},
+        404,
+        "not-found",
+        None,
+    ),
+    (
+        "forgetting a dot-dot subject",
+        "DELETE",
+        "/v1/subjects/%2E%2E",
+        {},
+        422,
+        "invalid-input",
+        "subject",
+    ),
+    (
+        "a control character in the path",
+        "DELETE",
+        "/v1/subjects/mi%01ra",
+        {},
+        422,
+        "invalid-input",
+        "subject",
+    ),
+    (
+        "a wrong type in the query",
+        "GET",
+        "/v1/subjects/mira/context?budget_tokens=many",
+        {},
+        422,
+        "invalid-input",
+        "budget_tokens",
+    ),
+    (
+        "a bad boolean in the query",
+        "DELETE",
+        "/v1/subjects/mira?purge=maybe",
+        {},
+        422,
+        "invalid-input",
+        "purge",
+    ),
+    ("an unknown endpoint", "POST", "/v1/facts/../../admin", {}, 404, "not-found", None),
+    (
+        "a wrong method",
+        "PATCH",
+        "/v1/facts",
+        {"json": fact_body()},
+        405,
+        "method-not-allowed",
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "options", "status", "kind", "field"),
+    [pytest.param(*case[1:], id=case[0]) for case in CORPUS],
+)
+def test_bad_input_is_a_clear_4xx_and_writes_nothing(
+    server: Server,
+    keys: Keys,
+    tenant: str,
+    method: str,
+    path: str,
+    options: dict[str, Any],
+    status: int,
+    kind: str,
+    field: str | None,
+) -> None:
+    before = rows_of(server.database_url, tenant)
+    if "content" in options:  # raw bytes: say they are JSON unless the case says otherwise
+        options = {"headers": {"Content-Type": "application/json"}} | options
+    with server.client(keys("admin")) as api:
+        answer = api.request(method, path, **options)
+
+    assert answer.status_code == status, answer.text
+    assert answer.headers["content-type"] == "application/problem+json"
+    problem = answer.json()
+    assert problem["type"] == f"urn:sgam:problem:{kind}"
+    assert problem["status"] == status
+    assert problem.get("field") == field
+    assert rows_of(server.database_url, tenant) == before
+
+
+def test_a_batch_names_every_bad_episode(server: Server, keys: Keys, tenant: str) -> None:
+    batch = [episode_body(), episode_body(text=""), episode_body(), episode_body(subject="a/b")]
+    with server.client(keys("writer")) as api:
+        problem = api.post("/v1/episodes", json=batch).json()
+    assert problem["errors"] == [
+        {"index": 1, "field": "text", "problem": "must not be empty"},
+        {"index": 3, "field": "subject", "problem": problem["errors"][1]["problem"]},
+    ]
+    assert rows_of(server.database_url, tenant)["episodes"] == 0
+
+
+def _raw(server: Server, request: bytes) -> bytes:
+    address = urlsplit(server.url)
+    with socket.create_connection((address.hostname, address.port), timeout=10) as connection:
+        connection.sendall(request)
+        received = b""
+        while chunk := connection.recv(65536):
+            received += chunk
+    return received
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        b"Idempotency-Key: a\x00b",  # NUL
+        b"Idempotency-Key: a\rSet-Cookie: x=1",  # a bare CR to split the header
+        b"Authorization: Bearer x\x7f",  # DEL
+        b'If-Match: "1"\r\n Injected: folded',  # obsolete line folding
+    ],
+)
+def test_header_injection_is_refused(
+    server: Server, keys: Keys, tenant: str, header: bytes
+) -> None:
+    secret = keys("admin").encode()
+    body = json.dumps(fact_body()).encode()
+    request = (
+        b"PUT /v1/facts HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+        b"Authorization: Bearer "
+        + secret
+        + b"\r\nContent-Type: application/json\r\n"
+        + header
+        + b"\r\nContent-Length: "
+        + str(len(body)).encode()
+        + b"\r\n\r\n"
+        + body
+    )
+    answer = _raw(server, request)
+    status = int(answer.split(b" ", 2)[1])
+    assert 400 <= status < 500, answer[:300]
+    assert b"Set-Cookie" not in answer
+    assert b"Injected" not in answer
+    assert rows_of(server.database_url, tenant)["facts"] == 0
+
+
+def test_keys_that_are_missing_malformed_unknown_revoked_or_expired(
+    server: Server, keys: Keys, store: Any
+) -> None:
+    from pipeline.access.keys import revoke_key
+
+    good = keys("admin")
+    soon = (datetime.now(UTC) + timedelta(seconds=1)).isoformat()
+    expiring = keys("admin", expires_at=soon)
+    revoked = keys("admin")
+    revoke_key(store, revoked.split("_")[1])
+    forged = good[:-4] + ("AAAA" if not good.endswith("AAAA") else "BBBB")
+    time.sleep(1.2)
+    cases = {
+        None: "send one header: Authorization: Bearer <API key>",
+        "sk-not-ours": "the key is not an SGAM API key (sgam_<key id>_<secret>)",
+        forged: "the key is not valid",
+        revoked: "the key was revoked",
+        expiring: "the key has expired",
+    }
+    for secret, detail in cases.items():
+        with server.client(secret) as api:
+            answer = api.put("/v1/facts", json=fact_body())
+        assert answer.status_code == 401
+        assert answer.headers["WWW-Authenticate"] == 'Bearer realm="sgam"'
+        assert answer.json()["detail"] == detail
+    with server.client() as api:
+        basic = api.get("/v1/subjects/mira/facts", headers={"Authorization": f"Basic {good}"})
+        assert basic.status_code == 401
+    with server.client(good) as api:
+        assert api.get("/v1/subjects/mira/facts").status_code == 200
+
+
+def test_a_key_revoked_elsewhere_is_refused_once_the_cache_forgets_it(
+    server: Server, keys: Keys, store: Any
+) -> None:
+    """A process trusts a key it checked for SGAM_API_KEY_CACHE_S (1 s): a revocation by
+    another process (here the command line's function) reaches it within that time."""
+    from pipeline.access.keys import revoke_key
+
+    secret = keys("reader")
+    with server.client(secret) as api:
+        assert api.get("/v1/subjects/mira/facts").status_code == 200
+        revoke_key(store, secret.split("_")[1])
+        time.sleep(1.1)
+        assert api.get("/v1/subjects/mira/facts").status_code == 401
