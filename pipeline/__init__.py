@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from pipeline.extract.llm import LlmClient
     from pipeline.extract.result import ExtractionResult
     from pipeline.hot_path import Remembered, remember
+    from pipeline.ledger.batch import PutOutcome, put_many, write_many
     from pipeline.ledger.expire import ExpireResult, expire, expire_key
     from pipeline.ledger.forget import ForgetResult, forget, forget_subject
     from pipeline.ledger.log import decision_log
@@ -88,6 +89,9 @@ _LAZY = {
     "Unit": "pipeline.db.unit",
     "LlmClient": "pipeline.extract.llm",
     "ExtractionResult": "pipeline.extract.result",
+    "PutOutcome": "pipeline.ledger.batch",
+    "put_many": "pipeline.ledger.batch",
+    "write_many": "pipeline.ledger.batch",
     "ExpireResult": "pipeline.ledger.expire",
     "expire": "pipeline.ledger.expire",
     "expire_key": "pipeline.ledger.expire",
@@ -152,6 +156,7 @@ __all__ = [
     "NotFound",
     "NotQuarantined",
     "PermanentError",
+    "PutOutcome",
     "PutResult",
     "Receipt",
     "Remembered",
@@ -189,6 +194,7 @@ __all__ = [
     "promote",
     "promote_fact",
     "put",
+    "put_many",
     "reject",
     "remember",
     "replay",
@@ -199,4 +205,5 @@ __all__ = [
     "show_episode",
     "sweep",
     "write_fact",
+    "write_many",
 ]

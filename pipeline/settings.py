@@ -29,6 +29,9 @@ class Settings(BaseSettings):
         default=5, ge=1, description="attempts for a write that hits a serialisation failure"
     )
     lock_timeout_ms: int = Field(default=10_000, gt=0, description="wait for a per-key lock")
+    batch_size: int = Field(
+        default=500, ge=1, le=100_000, description="fact commands per transaction in put_many"
+    )
     debug: bool = Field(default=False, description="print tracebacks of internal errors")
 
     # The LLM endpoint used by extraction; any OpenAI-compatible server (OpenAI, vLLM,
