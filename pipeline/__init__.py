@@ -47,14 +47,13 @@ if TYPE_CHECKING:
     from pipeline.extract.llm import LlmClient
     from pipeline.extract.result import ExtractionResult
     from pipeline.hot_path import Remembered, remember
-    from pipeline.ledger.batch import PutOutcome, put_many, write_many
+    from pipeline.ledger.batch import PutOutcome, put, put_many, write_fact, write_many
     from pipeline.ledger.expire import ExpireResult, expire, expire_key
     from pipeline.ledger.forget import ForgetResult, forget, forget_subject
     from pipeline.ledger.log import decision_log
     from pipeline.ledger.promote import promote, promote_fact
     from pipeline.ledger.replay import ReplayReport, replay
     from pipeline.ledger.results import PutResult
-    from pipeline.ledger.write import put, write_fact
     from pipeline.read.context import Context, ContextItem, ContextQuery, assemble
     from pipeline.read.facts import FactQuery, get, history
     from pipeline.read.owners import scope_of
@@ -104,8 +103,8 @@ _LAZY = {
     "ReplayReport": "pipeline.ledger.replay",
     "replay": "pipeline.ledger.replay",
     "PutResult": "pipeline.ledger.results",
-    "put": "pipeline.ledger.write",
-    "write_fact": "pipeline.ledger.write",
+    "put": "pipeline.ledger.batch",
+    "write_fact": "pipeline.ledger.batch",
     "Context": "pipeline.read.context",
     "ContextItem": "pipeline.read.context",
     "ContextQuery": "pipeline.read.context",

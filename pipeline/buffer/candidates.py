@@ -18,10 +18,10 @@ from pipeline.db.models import CandidateRow, SupportRow
 from pipeline.db.unit import Unit
 from pipeline.errors import ConflictError, NotBuffered, NotFound
 from pipeline.ledger import events
+from pipeline.ledger.batch import write_fact
 from pipeline.ledger.events import EventKind
 from pipeline.ledger.results import PutResult
 from pipeline.ledger.slots import SlotKey, lock_key
-from pipeline.ledger.write import write_fact
 from schemas.buffer import (
     BufferedPayload,
     CandidateRecord,

@@ -44,7 +44,7 @@ def put(
     **options: Any,
 ) -> None:
     """Write a fact; prints the fact that now holds the value."""
-    from pipeline.ledger.write import put as put_fact
+    from pipeline.ledger.batch import put as put_fact
 
     fields = scope_fields(
         tenant,

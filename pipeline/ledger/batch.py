@@ -1,30 +1,60 @@
-"""Many puts at once: `put_many` writes a list of fact commands with exactly the result of
-`put` applied to each in order, a chunk of commands per transaction."""
+"""The entry points of the write path. Every write is a batch, one command long or many.
+
+A batch locks its idempotency keys and then its (subject, attribute) keys, each set in one
+sorted order so concurrent batches never wait on each other in a cycle; reads the stored keys
+and every slot of its keys in one statement per table; decides each command in order from that
+state in memory, exactly as `put` would after the commands before it; and sends the writes
+together at the end, one statement per table. The ledger, claims and decision log it leaves
+are those of the same commands put one by one.
+"""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from functools import partial
 from itertools import islice
 from typing import Any
 
+from sqlalchemy import bindparam, select, tuple_
+
+from pipeline.db import inserts
+from pipeline.db.models import IdempotencyRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
-from pipeline.errors import ConflictError, InvalidInput
-from pipeline.ledger.results import PutResult
-from pipeline.ledger.write import write_fact
+from pipeline.errors import ConflictError, IdempotencyConflict, InvalidInput
+from pipeline.ledger.idempotency import Fingerprint, check_repeat, key_row
+from pipeline.ledger.pending import PendingWrites
+from pipeline.ledger.results import PutResult, settled
+from pipeline.ledger.slots import SlotKey, SlotState, load_slots, subject_lock_name
+from pipeline.ledger.write import judge_and_store, resolve
 from pipeline.validation import parse
 from schemas.commands import PutFact
 
 # What put_many answers for one command: the fact that now holds, or why it was not written.
 PutOutcome = PutResult | ConflictError | InvalidInput
+Command = PutFact | Mapping[str, Any]
+
+
+def put(store: Store, command: Command) -> PutResult:
+    """Write one fact in a transaction of its own. Raises InvalidInput, FactConflict,
+    TrustRejected, VersionConflict or IdempotencyConflict."""
+    command = parse(PutFact, command)
+    return settled(store, lambda unit: write_fact(unit, command))
+
+
+def write_fact(unit: Unit, command: Command) -> PutResult | ConflictError:
+    """Write one fact in the caller's unit of work. A refusal (conflict, lower trust, stale
+    version) is logged and returned; invalid input or a reused idempotency key raises before
+    any write."""
+    (outcome,) = write_many(unit, [parse(PutFact, command)])
+    if isinstance(outcome, InvalidInput | IdempotencyConflict):
+        raise outcome
+    return outcome
 
 
 def put_many(
-    store: Store,
-    commands: Iterable[PutFact | Mapping[str, Any]],
-    *,
-    chunk: int | None = None,
+    store: Store, commands: Iterable[Command], *, chunk: int | None = None
 ) -> list[PutOutcome]:
     """Write `commands` in order, `chunk` per transaction (default SGAM_BATCH_SIZE). One
     outcome per command: a failing command does not fail the others."""
@@ -37,15 +67,85 @@ def put_many(
     return outcomes
 
 
-def write_many(unit: Unit, commands: Iterable[PutFact | Mapping[str, Any]]) -> list[PutOutcome]:
-    """`put_many` in the caller's unit of work."""
-    outcomes: list[PutOutcome] = []
-    for command in commands:
-        try:
-            outcomes.append(write_fact(unit, parse(PutFact, command)))
-        except (InvalidInput, ConflictError) as problem:
-            outcomes.append(problem)
+def write_many(unit: Unit, commands: Iterable[Command]) -> list[PutOutcome]:
+    """`put_many` in the caller's unit of work, all commands in it."""
+    parsed = [_parsed(command) for command in commands]
+    valid = [command for command in parsed if isinstance(command, PutFact)]
+    if not valid:
+        return [command for command in parsed if not isinstance(command, PutFact)]
+    batch = _Batch(unit, valid)
+    with inserts.batch(unit.session):
+        outcomes = [
+            batch.write(command) if isinstance(command, PutFact) else command for command in parsed
+        ]
+        batch.pending.close_replaced()
     return outcomes
+
+
+def _parsed(command: Command) -> PutFact | InvalidInput:
+    try:
+        return parse(PutFact, command)
+    except InvalidInput as problem:
+        return problem
+
+
+_KEYS_USED = select(IdempotencyRow).where(
+    tuple_(IdempotencyRow.tenant_id, IdempotencyRow.key).in_(bindparam("keys", expanding=True))
+)
+
+
+class _Batch:
+    """The state a batch decides from, read once under its locks, and what it has queued."""
+
+    def __init__(self, unit: Unit, commands: list[PutFact]) -> None:
+        self.unit = unit
+        keyed = sorted({(c.tenant_id, c.idempotency_key) for c in commands if c.idempotency_key})
+        if keyed:
+            unit.lock(*(("idempotency", tenant, key) for tenant, key in keyed))
+        keys = {SlotKey.of(command) for command in commands}
+        subjects = {(key.tenant_id, key.subject) for key in keys}
+        unit.lock(
+            *sorted(key.lock_name() for key in keys),
+            shared=[subject_lock_name(*subject) for subject in sorted(subjects)],
+        )
+        # Keys used before, and by commands of this batch as it goes: column values by key.
+        self.used: dict[tuple[str, str], dict[str, Any]] = {}
+        if keyed:
+            for row in unit.session.scalars(_KEYS_USED, {"keys": keyed}):
+                self.used[(row.tenant_id, row.key)] = {
+                    "command_hash": row.command_hash,
+                    "shape_hash": row.shape_hash,
+                    "result": row.result,
+                }
+        self.slots: dict[SlotKey, SlotState] = load_slots(unit.session, keys)
+        self.pending = PendingWrites(unit.session)
+
+    def write(self, command: PutFact) -> PutOutcome:
+        key = command.idempotency_key
+        if key is None:
+            return self._apply(command)
+        fingerprint = Fingerprint.of(command)
+        seen = self.used.get((command.tenant_id, key))
+        if seen is not None:
+            try:
+                check_repeat(seen, fingerprint, key)
+            except IdempotencyConflict as problem:
+                return problem
+            return PutResult.from_json(seen["result"])
+        outcome = self._apply(command)
+        if isinstance(outcome, PutResult):
+            row = key_row(self.unit, command, fingerprint, outcome.to_json())
+            inserts.insert_rows(self.unit.session, IdempotencyRow, [row])
+            self.used[(command.tenant_id, key)] = row
+        return outcome
+
+    def _apply(self, command: PutFact) -> PutOutcome:
+        try:
+            # The clock is read under the lock, so recorded_at follows the order of writes.
+            claim = resolve(self.unit, command, claim_id=str(uuid.uuid4()), now=self.unit.clock())
+        except InvalidInput as problem:
+            return problem
+        return judge_and_store(self.unit, self.pending, self.slots, claim, command)
 
 
 def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:

@@ -7,10 +7,11 @@ and decides from that state.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, select, tuple_
 from sqlalchemy.orm import Session
 
 from pipeline.db.backends import LockName
@@ -89,3 +90,36 @@ def load_slot(session: Session, key: SlotKey) -> SlotState:
     }
     current = {row.fact_id: row for row in session.scalars(_CURRENT_OF_SLOT, asdict(key))}
     return SlotState(claims, current)
+
+
+_KEY_FIELDS = SLOT_FIELDS[:-1]  # a key: its slot without the slot
+
+
+def _of_keys(table: type[ClaimRow] | type[FactRow]) -> list[Any]:
+    columns = tuple_(*(getattr(table, name) for name in _KEY_FIELDS))
+    return [columns.in_(bindparam("keys", expanding=True)), table.forgotten_at.is_(None)]
+
+
+_CLAIMS_OF_KEYS = select(ClaimRow).where(*_of_keys(ClaimRow), ClaimRow.quarantined.is_(False))
+_CURRENT_OF_KEYS = (
+    select(FactRow)
+    .where(*_of_keys(FactRow), FactRow.superseded_at.is_(None))
+    .execution_options(populate_existing=True)
+)
+
+
+def load_slots(session: Session, keys: Collection[SlotKey]) -> dict[SlotKey, SlotState]:
+    """The state of every slot of `keys` (their `slot` is ignored: a key's slots are read
+    whole), in one statement per table. A slot with nothing stored is absent."""
+    bound = {"keys": [tuple(getattr(key, name) for name in _KEY_FIELDS) for key in keys]}
+    states: dict[SlotKey, SlotState] = {}
+
+    def state_of(row: ClaimRow | FactRow) -> SlotState:
+        return states.setdefault(SlotKey.of(row), SlotState({}, {}))
+
+    for claim in session.scalars(_CLAIMS_OF_KEYS, bound):
+        state_of(claim).claims[claim.claim_id] = claim
+    for fact in session.scalars(_CURRENT_OF_KEYS, bound):
+        state_of(fact).current[fact.fact_id] = fact
+    return states
+

@@ -133,6 +133,15 @@ def write_versions(session: Session, changes: list[Change], now: datetime) -> No
 def reproject(session: Session, now: datetime, state: SlotState) -> list[Change]:
     """Re-project the slot from its claims and write the difference. Caller holds the key lock
     and passes the slot as it stands, including any claim it just added."""
+    changes = reprojection(now, state)
+    if changes:
+        write_versions(session, changes, changes[0].after["recorded_at"])
+    return changes
+
+
+def reprojection(now: datetime, state: SlotState) -> list[Change]:
+    """The fact versions that re-projecting the slot from its claims replaces or adds; every
+    new version is recorded at the same instant, `now` or later."""
     claims, current = state.claims, state.current
     # Transaction time never runs backwards for a fact, even if this host's clock does.
     now = max([now, *(row.recorded_at for row in current.values())])
@@ -179,7 +188,6 @@ def reproject(session: Session, now: datetime, state: SlotState) -> list[Change]
                 now=now,
             )
             changes.append(Change(fact_id, row_values(row), lost))
-    write_versions(session, changes, now)
     return changes
 
 

@@ -1,69 +1,44 @@
-"""The write path: validate a fact against the catalogue, judge it, store it, log the decision.
+"""The write path of one claim: validate a fact command against the catalogue, judge the claim
+against its slot, queue what it stores, log the decision.
 
-`write_fact(unit, command)` works in the caller's unit of work and returns the result or the
-refusal; `put(store, command)` is the same in a transaction of its own, raising the refusal.
+The entry points (`put`, `write_fact`, `put_many`) are in `batch`: every write is a batch,
+one command long or many.
 """
 
 from __future__ import annotations
 
 import hashlib
-import uuid
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel
-from sqlalchemy.orm import Session
 
 from pipeline.catalog.names import unknown_attribute
 from pipeline.db import inserts
-from pipeline.db.models import ClaimRow, FactRow
-from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.errors import ConflictError, InvalidInput, TrustRejected, VersionConflict
-from pipeline.ledger import events, idempotency
+from pipeline.ledger import events
 from pipeline.ledger.events import Decision, EventKind
 from pipeline.ledger.intervals import Interval, holding_at
 from pipeline.ledger.judging import trust_refusal
-from pipeline.ledger.results import PutResult, settled
+from pipeline.ledger.pending import PendingWrites
+from pipeline.ledger.results import PutResult
 from pipeline.ledger.slots import SlotKey, SlotState, load_slot, lock_key
 from pipeline.ledger.versions import (
     Change,
     change_reason,
     holds,
     new_version,
-    reproject,
+    reprojection,
     row_values,
     stored_intervals,
     to_fact,
 )
-from pipeline.validation import parse
 from schemas.commands import PutFact
 from schemas.events import ClaimPayload
 from schemas.facts import ClaimRecord, Fact, FactStatus, Trust
 from schemas.fields import canonical_json, format_utc
-
-
-def put(store: Store, command: PutFact | Mapping[str, Any]) -> PutResult:
-    """Write one fact in a transaction of its own. Raises InvalidInput, FactConflict,
-    TrustRejected, VersionConflict or IdempotencyConflict."""
-    command = parse(PutFact, command)
-    return settled(store, lambda unit: write_fact(unit, command))
-
-
-def write_fact(unit: Unit, command: PutFact | Mapping[str, Any]) -> PutResult | ConflictError:
-    """Write one fact in the caller's unit of work. A refusal (conflict, lower trust, stale
-    version) is logged and returned; invalid input raises InvalidInput before any write."""
-    command = parse(PutFact, command)
-
-    def apply() -> PutResult | ConflictError:
-        lock_key(unit, SlotKey.of(command))
-        # The clock is read under the lock, so recorded_at follows the order of writes.
-        claim = resolve(unit, command, claim_id=str(uuid.uuid4()), now=unit.clock())
-        with inserts.batch(unit.session):
-            return _judge_and_store(unit, claim, command)
-
-    return idempotency.once(unit, command, apply, PutResult.from_json)
 
 
 def resolve(unit: Unit, command: PutFact, *, claim_id: str, now: datetime) -> ClaimRecord:
@@ -120,16 +95,23 @@ def resolve(unit: Unit, command: PutFact, *, claim_id: str, now: datetime) -> Cl
     )
 
 
-def _judge_and_store(unit: Unit, claim: ClaimRecord, command: PutFact) -> PutResult | ConflictError:
-    session = unit.session
+def judge_and_store(
+    unit: Unit,
+    pending: PendingWrites,
+    slots: dict[SlotKey, SlotState],
+    claim: ClaimRecord,
+    command: PutFact,
+) -> PutResult | ConflictError:
+    """Judge a resolved claim against its slot as `slots` holds it (read under the key lock,
+    with everything queued in `pending` before) and queue what it writes."""
+    state = slots.setdefault(SlotKey.of(claim), SlotState({}, {}))
     if claim.trust is Trust.UNTRUSTED:
-        fact = _quarantine(session, claim)
+        fact = _quarantine(pending, state, claim)
         _Log(unit, claim, command).event(
             Decision.QUARANTINE, [claim.claim_id], "untrusted source: hidden until promoted"
         )
         return PutResult(fact, written=True)
 
-    state = load_slot(session, SlotKey.of(claim))
     claim = _after_earlier_claims(claim, state)
     log = _Log(unit, claim, command)
     problem = _refusal(state, claim, command)
@@ -137,7 +119,7 @@ def _judge_and_store(unit: Unit, claim: ClaimRecord, command: PutFact) -> PutRes
         log.event(refusal_decision(problem), [], str(problem))
         return problem
 
-    changes = _store(session, claim, state)
+    changes = _store(pending, claim, state)
     written = next((change for change in changes if change.fact_id == claim.claim_id), None)
     if written is not None:
         holder = written.after
@@ -154,10 +136,12 @@ def _judge_and_store(unit: Unit, claim: ClaimRecord, command: PutFact) -> PutRes
     return PutResult(to_fact(holder), written=bool(changes))
 
 
-def _store(session: Session, claim: ClaimRecord, state: SlotState) -> list[Change]:
-    inserts.insert_rows(session, ClaimRow, [claim_columns(claim)])
+def _store(pending: PendingWrites, claim: ClaimRecord, state: SlotState) -> list[Change]:
+    pending.claim(claim_columns(claim))
     state.add(claim)
-    return reproject(session, claim.recorded_at, state)
+    changes = reprojection(claim.recorded_at, state)
+    pending.versions(state, changes)
+    return changes
 
 
 def store_claim(unit: Unit, payload: ClaimPayload) -> None:
@@ -166,11 +150,14 @@ def store_claim(unit: Unit, payload: ClaimPayload) -> None:
     claim = payload.claim
     key = SlotKey.of(claim)
     lock_key(unit, key)
+    pending = PendingWrites(unit.session)
     with inserts.batch(unit.session):
+        state = load_slot(unit.session, key)
         if claim.trust is Trust.UNTRUSTED:
-            _quarantine(unit.session, claim)
+            _quarantine(pending, state, claim)
         else:
-            _store(unit.session, claim, load_slot(unit.session, key))
+            _store(pending, claim, state)
+        pending.close_replaced()
 
 
 def _holding(state: SlotState, changes: list[Change], moment: datetime) -> Mapping[str, Any]:
@@ -221,8 +208,8 @@ def refusal_decision(problem: ConflictError) -> Decision:
     return Decision.REJECT if isinstance(problem, TrustRejected) else Decision.CONFLICT
 
 
-def _quarantine(session: Session, claim: ClaimRecord) -> Fact:
-    inserts.insert_rows(session, ClaimRow, [claim_columns(claim) | {"quarantined": True}])
+def _quarantine(pending: PendingWrites, state: SlotState, claim: ClaimRecord) -> Fact:
+    pending.claim(claim_columns(claim) | {"quarantined": True})
     row = new_version(
         claim,
         version=1,
@@ -231,7 +218,7 @@ def _quarantine(session: Session, claim: ClaimRecord) -> Fact:
         supersedes=None,
         now=claim.recorded_at,
     )
-    inserts.insert_rows(session, FactRow, [row])
+    pending.version(state, row)
     return to_fact(row)
 
 

@@ -23,7 +23,7 @@ from pipeline.buffer.candidates import (
 )
 from pipeline.db.unit import Unit
 from pipeline.errors import ConflictError
-from pipeline.ledger.write import write_fact
+from pipeline.ledger.batch import write_fact
 from pipeline.policy.decide import Buffer, Lane, Quarantine, Thresholds, confidence, decide
 from schemas.buffer import SupportRecord
 from schemas.commands import PutFact

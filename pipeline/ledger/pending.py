@@ -1,0 +1,67 @@
+"""The writes of a batch of puts, held until its decisions are made.
+
+A batch decides every command from slot state read once, so what one command writes must be
+visible to the next in memory: each new fact version replaces its predecessor in the slot state
+at once, and a version replaced again within the same batch is inserted already closed. The
+closes of versions stored before the batch go out as one UPDATE, before the queued inserts
+(`inserts.batch`), so the database never sees two open versions of a fact.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import bindparam, update
+from sqlalchemy.orm import Session
+
+from pipeline.db import inserts
+from pipeline.db.models import ClaimRow, FactRow, UtcDateTime
+from pipeline.ledger.slots import SlotState
+from pipeline.ledger.versions import Change
+
+_CLOSE_VERSION = (
+    update(FactRow)
+    .where(FactRow.fact_id == bindparam("closed_id"), FactRow.superseded_at.is_(None))
+    .values(superseded_at=bindparam("closed_at", type_=UtcDateTime()))
+)
+
+
+class PendingWrites:
+    """Use inside `inserts.batch(session)`, and call `close_replaced` before it ends."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self._closes: list[dict[str, Any]] = []
+        self._queued: dict[str, dict[str, Any]] = {}  # fact_id: its newest queued version
+
+    def claim(self, columns: dict[str, Any]) -> None:
+        inserts.insert_rows(self.session, ClaimRow, [columns])
+
+    def version(self, state: SlotState, row: dict[str, Any]) -> None:
+        """Queue a fact's first version (nothing to close), visible in `state` at once."""
+        self._queue(state, row)
+
+    def versions(self, state: SlotState, changes: list[Change]) -> None:
+        """Queue the new versions of `changes`, closing the versions they replace."""
+        for change in changes:
+            if change.before is not None:
+                self._close(change.fact_id, change.after["recorded_at"])
+            self._queue(state, dict(change.after))
+
+    def close_replaced(self) -> None:
+        if self._closes:
+            self.session.connection().execute(_CLOSE_VERSION, self._closes)
+            self._closes = []
+
+    def _close(self, fact_id: str, now: datetime) -> None:
+        queued = self._queued.get(fact_id)
+        if queued is not None:
+            queued["superseded_at"] = now  # the insert is still queued: it goes out closed
+        else:
+            self._closes.append({"closed_id": fact_id, "closed_at": now})
+
+    def _queue(self, state: SlotState, row: dict[str, Any]) -> None:
+        self._queued[row["fact_id"]] = row
+        inserts.insert_rows(self.session, FactRow, [row])
+        state.current[row["fact_id"]] = FactRow(**row)
