@@ -68,6 +68,15 @@ class Backend(Protocol):
         """Rewrite `tables` so that no erased or dead row version is left in the files."""
 
 
+_LOCK_ALL = text(
+    "SELECT first.held + second.held FROM "
+    "(SELECT count(pg_advisory_xact_lock_shared(hashtextextended(name, 0))) AS held "
+    " FROM unnest(CAST(:shared AS text[])) AS name) AS first, "
+    "LATERAL (SELECT count(pg_advisory_xact_lock(hashtextextended(name, 0))) AS held "
+    " FROM unnest(CAST(:names AS text[])) AS name WHERE first.held >= 0) AS second"
+)
+
+
 class Postgres:
     name = "postgresql"
 
@@ -83,17 +92,17 @@ class Postgres:
     def lock(
         self, connection: Connection, names: Sequence[LockName], shared: Sequence[LockName]
     ) -> None:
-        # One round trip for all of them: first the shared ones, then the exclusive ones.
-        calls = [("pg_advisory_xact_lock_shared", name) for name in shared]
-        calls += [("pg_advisory_xact_lock", name) for name in names]
-        if not calls:
+        # One round trip for all of them: first the shared ones, then the exclusive ones,
+        # each in the order given (unnest keeps it; the lateral join runs after the first).
+        if not names and not shared:
             return
-        selects = ", ".join(
-            f"{function}(hashtextextended(:n{index}, 0))"
-            for index, (function, _) in enumerate(calls)
+        connection.execute(
+            _LOCK_ALL,
+            {
+                "shared": ["\x1f".join(name) for name in shared],
+                "names": ["\x1f".join(name) for name in names],
+            },
         )
-        params = {f"n{index}": "\x1f".join(name) for index, (_, name) in enumerate(calls)}
-        connection.execute(text(f"SELECT {selects}"), params)
 
     def failure(self, error: DBAPIError) -> Failure | None:
         import psycopg  # the driver is loaded already when a Postgres error exists

@@ -1,8 +1,9 @@
 """The inserts of one put, sent together.
 
 A put inserts a claim, its fact versions and its decisions. Inside `batch` they are queued and
-flushed once at its end: on Postgres as a single statement (data-modifying CTEs), which saves two
-round trips per put; SQLite runs them one by one. Outside a batch every insert runs at once.
+flushed once at its end: on Postgres, a few rows as a single statement (data-modifying CTEs),
+which saves two round trips per put, and many as one multi-row INSERT per table; SQLite runs
+them table by table. Outside a batch every insert runs at once.
 A batch only queues inserts that nothing in it reads back, so the order of work is unchanged.
 """
 
@@ -19,6 +20,9 @@ from sqlalchemy.orm import Session
 from pipeline.db.models import Base
 
 _PENDING = "sgam_pending_inserts"
+# Up to this many rows go out as one combined statement (a put's few rows); more would make
+# a statement too large to compile once and cache, and past 65,535 parameters to send.
+_COMBINED_ROWS = 16
 Rows = list[dict[str, Any]]
 
 
@@ -50,7 +54,9 @@ def _insert(session: Session, queued: list[tuple[type[Base], Rows]]) -> None:
         by_table.setdefault(table, []).extend(rows)
     pending = list(by_table.items())
     connection = session.connection()
-    if connection.dialect.name != "postgresql" or len(pending) <= 1:
+    total = sum(len(rows) for _, rows in pending)
+    if connection.dialect.name != "postgresql" or len(pending) <= 1 or total > _COMBINED_ROWS:
+        # Many rows: SQLAlchemy sends each table's as multi-row INSERTs of bounded size.
         for table, rows in pending:
             connection.execute(insert(table), rows)
         return

@@ -89,6 +89,10 @@ def _parsed(command: Command) -> PutFact | InvalidInput:
         return problem
 
 
+# Up to this many keys a batch locks each key (writes to other attributes of its subjects go
+# on beside it); above, each subject.
+_KEY_LOCKS_UP_TO = 16
+
 _KEYS_USED = select(IdempotencyRow).where(
     tuple_(IdempotencyRow.tenant_id, IdempotencyRow.key).in_(bindparam("keys", expanding=True))
 )
@@ -103,11 +107,14 @@ class _Batch:
         if keyed:
             unit.lock(*(("idempotency", tenant, key) for tenant, key in keyed))
         keys = {SlotKey.of(command) for command in commands}
-        subjects = {(key.tenant_id, key.subject) for key in keys}
-        unit.lock(
-            *sorted(key.lock_name() for key in keys),
-            shared=[subject_lock_name(*subject) for subject in sorted(subjects)],
-        )
+        subjects = [subject_lock_name(*s) for s in sorted({(k.tenant_id, k.subject) for k in keys})]
+        if len(keys) <= _KEY_LOCKS_UP_TO:
+            unit.lock(*sorted(key.lock_name() for key in keys), shared=subjects)
+        else:
+            # Each lock takes a slot of the server's shared lock table (on PostgreSQL
+            # max_locks_per_transaction x max_connections): a large batch holds its subjects
+            # whole instead of a lock per key and one per subject.
+            unit.lock(*subjects)
         # Keys used before, and by commands of this batch as it goes: column values by key.
         self.used: dict[tuple[str, str], dict[str, Any]] = {}
         if keyed:

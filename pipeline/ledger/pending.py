@@ -10,6 +10,7 @@ closes of versions stored before the batch go out as one UPDATE, before the queu
 from __future__ import annotations
 
 from datetime import datetime
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import bindparam, update
@@ -64,4 +65,4 @@ class PendingWrites:
     def _queue(self, state: SlotState, row: dict[str, Any]) -> None:
         self._queued[row["fact_id"]] = row
         inserts.insert_rows(self.session, FactRow, [row])
-        state.current[row["fact_id"]] = FactRow(**row)
+        state.current[row["fact_id"]] = SimpleNamespace(**row)

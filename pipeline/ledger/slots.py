@@ -8,11 +8,13 @@ and decides from that state.
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
+from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import bindparam, select, tuple_
-from sqlalchemy.orm import Session
+from sqlalchemy import String, bindparam, func, select, true, tuple_
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.orm import Session, aliased
 
 from pipeline.db.backends import LockName
 from pipeline.db.models import ClaimRow, FactRow
@@ -21,6 +23,9 @@ from schemas.commands import PutFact
 from schemas.facts import ClaimRecord
 
 AnyClaim = ClaimRow | ClaimRecord
+# A current fact version: as read, or as queued by the batch that wrote it (its columns as
+# attributes; building an ORM object per queued version would cost more than deciding it).
+AnyVersion = FactRow | SimpleNamespace
 
 
 @dataclass(frozen=True)
@@ -64,62 +69,75 @@ def in_slot(table: type[ClaimRow] | type[FactRow]) -> list[Any]:
     ]
 
 
-# Built once: the write path runs these on every put, and building them costs more than running.
-_CLAIMS_OF_SLOT = select(ClaimRow).where(*in_slot(ClaimRow), ClaimRow.quarantined.is_(False))
-_CURRENT_OF_SLOT = (
-    select(FactRow)
-    .where(*in_slot(FactRow), FactRow.superseded_at.is_(None))
-    .execution_options(populate_existing=True)  # rows read earlier may have been closed since
-)
-
-
 @dataclass
 class SlotState:
     """What a write needs to know about one slot, read once after its lock is held."""
 
     claims: dict[str, AnyClaim]
-    current: dict[str, FactRow]
+    current: dict[str, AnyVersion]
 
     def add(self, claim: AnyClaim) -> None:
         self.claims[claim.claim_id] = claim
 
 
 def load_slot(session: Session, key: SlotKey) -> SlotState:
-    claims: dict[str, AnyClaim] = {
-        row.claim_id: row for row in session.scalars(_CLAIMS_OF_SLOT, asdict(key))
-    }
-    current = {row.fact_id: row for row in session.scalars(_CURRENT_OF_SLOT, asdict(key))}
-    return SlotState(claims, current)
+    """The state of one slot, read under its key's lock."""
+    return load_slots(session, [key]).get(key) or SlotState({}, {})
 
 
 _KEY_FIELDS = SLOT_FIELDS[:-1]  # a key: its slot without the slot
 
 
-def _of_keys(table: type[ClaimRow] | type[FactRow]) -> list[Any]:
+def _keys_as_rows() -> Any:
+    """The keys as a table, from one array per field (PostgreSQL): a join with it uses the
+    slot index once per key, where a long `IN` list of tuples makes the planner slow."""
+    arrays = [bindparam(name, type_=ARRAY(String)) for name in _KEY_FIELDS]
+    return func.unnest(*arrays).table_valued(*_KEY_FIELDS).render_derived(name="batch_keys")
+
+
+def _slot_queries(table: type[ClaimRow] | type[FactRow], *where: Any) -> tuple[Any, Any]:
+    """The rows of `table` in the slots of the bound keys: per key (PostgreSQL), or with `IN`
+    (SQLite, which has no arrays)."""
+    keys = _keys_as_rows()
+    # OFFSET 0 keeps the per-key subquery whole, so it stays an index scan per key even while
+    # the table's statistics are stale or absent (a new database, autovacuum behind).
+    per_key = (
+        select(table)
+        .where(*(getattr(table, name) == keys.c[name] for name in _KEY_FIELDS))
+        .where(table.forgotten_at.is_(None), *where)
+        .offset(0)
+        .lateral("slot_rows")
+    )
+    joined = select(aliased(table, per_key)).select_from(keys).join(per_key, true())
     columns = tuple_(*(getattr(table, name) for name in _KEY_FIELDS))
-    return [columns.in_(bindparam("keys", expanding=True)), table.forgotten_at.is_(None)]
+    listed = select(table).where(
+        columns.in_(bindparam("keys", expanding=True)), table.forgotten_at.is_(None), *where
+    )
+    return joined, listed
 
 
-_CLAIMS_OF_KEYS = select(ClaimRow).where(*_of_keys(ClaimRow), ClaimRow.quarantined.is_(False))
-_CURRENT_OF_KEYS = (
-    select(FactRow)
-    .where(*_of_keys(FactRow), FactRow.superseded_at.is_(None))
-    .execution_options(populate_existing=True)
+# Rows read earlier in the session may have been closed since: populate_existing.
+_CLAIMS_OF_KEYS = _slot_queries(ClaimRow, ClaimRow.quarantined.is_(False))
+_CURRENT_OF_KEYS = tuple(
+    query.execution_options(populate_existing=True)
+    for query in _slot_queries(FactRow, FactRow.superseded_at.is_(None))
 )
 
 
 def load_slots(session: Session, keys: Collection[SlotKey]) -> dict[SlotKey, SlotState]:
     """The state of every slot of `keys` (their `slot` is ignored: a key's slots are read
     whole), in one statement per table. A slot with nothing stored is absent."""
-    bound = {"keys": [tuple(getattr(key, name) for name in _KEY_FIELDS) for key in keys]}
+    if session.get_bind().dialect.name == "postgresql":
+        index, bound = 0, {name: [getattr(key, name) for key in keys] for name in _KEY_FIELDS}
+    else:
+        index, bound = 1, {"keys": [tuple(getattr(k, name) for name in _KEY_FIELDS) for k in keys]}
     states: dict[SlotKey, SlotState] = {}
 
     def state_of(row: ClaimRow | FactRow) -> SlotState:
         return states.setdefault(SlotKey.of(row), SlotState({}, {}))
 
-    for claim in session.scalars(_CLAIMS_OF_KEYS, bound):
+    for claim in session.scalars(_CLAIMS_OF_KEYS[index], bound):
         state_of(claim).claims[claim.claim_id] = claim
-    for fact in session.scalars(_CURRENT_OF_KEYS, bound):
+    for fact in session.scalars(_CURRENT_OF_KEYS[index], bound):
         state_of(fact).current[fact.fact_id] = fact
     return states
-

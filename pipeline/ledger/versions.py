@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from pipeline.db import inserts
 from pipeline.db.models import FACT_COLUMNS, ClaimRow, FactRow, UtcDateTime
 from pipeline.ledger.intervals import Claim, Interval, holding_at, project
-from pipeline.ledger.slots import AnyClaim, SlotState
+from pipeline.ledger.slots import AnyClaim, AnyVersion, SlotState
 from schemas.facts import ClaimRecord, Fact, FactStatus, Trust
 from schemas.fields import format_utc
 
@@ -47,7 +47,7 @@ class Change:
     after: Mapping[str, Any]
 
 
-def row_values(row: FactRow) -> dict[str, Any]:
+def row_values(row: AnyVersion) -> dict[str, Any]:
     return {key: getattr(row, key) for key in FACT_COLUMNS}
 
 
@@ -77,7 +77,7 @@ def as_claim(row: AnyClaim, now: datetime) -> Claim:
     )
 
 
-def stored_intervals(current: Mapping[str, FactRow]) -> list[Interval]:
+def stored_intervals(current: Mapping[str, AnyVersion]) -> list[Interval]:
     holding = [row for row in current.values() if holds(row.status, row.trust)]
     return sorted(
         (Interval(r.fact_id, r.value_hash, r.valid_from, r.valid_to) for r in holding),
