@@ -45,9 +45,12 @@ from sqlalchemy import event, make_url
 
 import pipeline
 import schemas
-from pipeline import Settings, Store, get, put
-from pipeline.db.models import FACT_COLUMNS
+from pipeline import Settings, Store, get, put, put_many
+from pipeline.db.models import FACT_COLUMNS, ClaimRow
+from pipeline.ledger.versions import new_version
+from pipeline.ledger.write import claim_columns
 from schemas.catalog import Catalog
+from schemas.facts import ClaimRecord, FactStatus, Trust
 from schemas.fields import canonical_json
 
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/sgam_bench"
@@ -55,9 +58,11 @@ WRITE_ATTRIBUTE = "home_city"  # a single-valued string attribute of the default
 EPISODE = "bench-episode"
 WRITE_BASE = datetime(2026, 1, 1, tzinfo=UTC)
 PUT_TARGET = 0.5  # put must reach at least half the plain INSERT rate
+BATCH_RATE_TARGET = 5000  # put_many facts/s with one writer
 GET_P99_TARGET_MS = 2.0
 
 COLUMN_LIST = ", ".join(FACT_COLUMNS)
+COPY_COLUMNS = {"facts": list(FACT_COLUMNS), "claims": [c.name for c in ClaimRow.__table__.columns]}
 INSERT_ONE = (
     f"INSERT INTO facts ({COLUMN_LIST}) VALUES ({', '.join(f'%({c})s' for c in FACT_COLUMNS)})"
 )
@@ -127,7 +132,8 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
 
 
 class FactRows:
-    """Builds `facts` rows exactly as the ledger's `new_version` does for a verified put."""
+    """Builds `facts` and `claims` rows with the ledger's own functions (`new_version`,
+    `claim_columns`), as a verified put of each value would store them."""
 
     def __init__(self, catalog: Catalog, rng: random.Random | None = None) -> None:
         self.catalog = catalog
@@ -138,7 +144,7 @@ class FactRows:
             return str(uuid.uuid4())
         return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
 
-    def row(
+    def claim(
         self,
         *,
         tenant: str,
@@ -148,37 +154,43 @@ class FactRows:
         valid_from: datetime,
         recorded_at: datetime,
         valid_to: datetime | None = None,
-        supersedes: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> ClaimRecord:
         spec = self.catalog.attributes[attribute]
-        value_hash = hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
-        return {
-            "fact_id": self.new_id(),
-            "version": 1,
-            "tenant_id": tenant,
-            "agent_id": "default",
-            "purpose": "default",
-            "subject": subject,
-            "attribute": attribute,
-            "slot": value_hash if spec.cardinality.value == "many" else "",
-            "cardinality": spec.cardinality.value,
-            "value": value,
-            "value_hash": value_hash,
-            "kind": spec.kind,
-            "schema_version": self.catalog.version,
-            "valid_from": valid_from,
-            "valid_to": valid_to,
-            "recorded_at": recorded_at,
-            "superseded_at": None,
-            "supersedes_fact_id": supersedes,
-            "source_episode_id": EPISODE,
-            "evidence": None,
-            "confidence": 1.0,
-            "trust": "verified",
-            "status": "active",
-            "expires_at": recorded_at + self.catalog.retention(attribute),
-            "forgotten_at": None,
-        }
+        return ClaimRecord(
+            claim_id=self.new_id(),
+            tenant_id=tenant,
+            agent_id="default",
+            purpose="default",
+            subject=subject,
+            attribute=attribute,
+            cardinality=spec.cardinality,
+            value=value,
+            value_hash=hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest(),
+            kind=spec.kind,
+            schema_version=self.catalog.version,
+            valid_from=valid_from,
+            valid_to=valid_to,
+            source_episode_id=EPISODE,
+            evidence=None,
+            confidence=1.0,
+            trust=Trust.VERIFIED,
+            recorded_at=recorded_at,
+            expires_at=recorded_at + self.catalog.retention(attribute),
+        )
+
+    def row(
+        self, *, supersedes: str | None = None, claim: ClaimRecord | None = None, **fields: Any
+    ) -> dict[str, Any]:
+        """The first version of the fact of `claim` (or of a claim made from `fields`)."""
+        claim = claim or self.claim(**fields)
+        return new_version(
+            claim,
+            version=1,
+            status=FactStatus.ACTIVE,
+            valid_to=claim.valid_to,
+            supersedes=supersedes,
+            now=claim.recorded_at,
+        )
 
 
 def sql_params(row: dict[str, Any]) -> dict[str, Any]:
@@ -263,20 +275,37 @@ def code_identity() -> str:
     return f"{roots[0]} (git {described}, source sha256 {digest.hexdigest()[:12]})"
 
 
+# Every server setting the figures depend on: durability, memory, planning, statistics.
+SERVER_SETTINGS = (
+    "server_version",
+    "shared_buffers",
+    "work_mem",
+    "synchronous_commit",
+    "fsync",
+    "wal_level",
+    "autovacuum",
+    "plan_cache_mode",
+    "jit",
+    "random_page_cost",
+    "effective_cache_size",
+    "max_locks_per_transaction",
+    "max_connections",
+)
+
+
 def describe_environment(url: str) -> list[str]:
     """Lines naming the machine, the server settings that matter here, and the code measured."""
     with psycopg.connect(libpq_url(url), autocommit=True) as conn:
         settings = {
             name: conn.execute(f"SHOW {name}").fetchone()[0]  # type: ignore[index]
-            for name in ("server_version", "shared_buffers", "synchronous_commit", "fsync")
+            for name in SERVER_SETTINGS
         }
+    version = settings.pop("server_version").split()[0]
     return [
         f"machine: {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}"
         f", SQLAlchemy {sqlalchemy.__version__}, psycopg {psycopg.__version__} "
         f"({psycopg.pq.__impl__})",
-        f"postgres: {settings['server_version'].split()[0]}, shared_buffers "
-        f"{settings['shared_buffers']}, synchronous_commit {settings['synchronous_commit']}, "
-        f"fsync {settings['fsync']}",
+        f"postgres {version}: " + ", ".join(f"{name} {value}" for name, value in settings.items()),
         f"code: {code_identity()}",
     ]
 
@@ -301,9 +330,12 @@ def machine_load() -> str:
 
 
 class Write(Protocol):
-    """Writes one fact: `value` for WRITE_ATTRIBUTE of `subject`, from `valid_from`."""
+    """Writes one fact: `value` for WRITE_ATTRIBUTE of `subject`, from `valid_from`. A batch
+    writer only queues it; `flush` writes what is queued in one transaction."""
 
     def __call__(self, tenant: str, subject: str, value: str, valid_from: datetime) -> None: ...
+
+    def flush(self) -> None: ...
 
 
 class PutWrite:
@@ -327,50 +359,120 @@ class PutWrite:
         if not result.written:
             raise RuntimeError(f"put did not write {tenant}/{subject}")
 
+    def flush(self) -> None:
+        """Nothing queued: every put is its own transaction."""
+
+
+class PutManyWrite:
+    """Facts through `pipeline.put_many`, a queue of them per transaction."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.queued: list[dict[str, Any]] = []
+
+    def __call__(self, tenant: str, subject: str, value: str, valid_from: datetime) -> None:
+        self.queued.append(
+            {
+                "tenant_id": tenant,
+                "subject": subject,
+                "attribute": WRITE_ATTRIBUTE,
+                "value": value,
+                "valid_from": rfc3339(valid_from),
+                "source_episode_id": EPISODE,
+            }
+        )
+
+    def flush(self) -> None:
+        if not self.queued:
+            return
+        outcomes = put_many(self.store, self.queued, chunk=len(self.queued))
+        self.queued = []
+        for outcome in outcomes:
+            if not isinstance(outcome, pipeline.PutResult) or not outcome.written:
+                raise RuntimeError(f"put_many did not write: {outcome!r}")
+
 
 class PlainWrite:
-    """The same `facts` rows as put writes, by plain SQL, one transaction per fact.
+    """The same `facts` rows as put writes, by plain SQL, one transaction per fact, or with
+    `batched` one transaction per flush (the closes by executemany, then the rows by one
+    executemany, which psycopg sends as a pipeline).
 
     A new key is one INSERT. Superseding an open fact is what put does to the facts table:
     close the open version, insert its closed-interval version and the new fact.
     """
 
-    def __init__(self, conn: psycopg.Connection[Any], catalog: Catalog) -> None:
+    def __init__(self, conn: psycopg.Connection[Any], catalog: Catalog, *, batched: bool) -> None:
         self.conn = conn
-        self.rows = FactRows(catalog)
+        self.template = FactRows(catalog).row(
+            tenant="template",
+            subject="template",
+            attribute=WRITE_ATTRIBUTE,
+            value="template",
+            valid_from=WRITE_BASE,
+            recorded_at=WRITE_BASE,
+        )
+        self.retention = catalog.retention(WRITE_ATTRIBUTE)
         self.open: dict[tuple[str, str], dict[str, Any]] = {}
+        self.batched = batched
+        self.closes: list[tuple[datetime, str]] = []
+        self.inserts: list[dict[str, Any]] = []
+        self.queued: dict[str, dict[str, Any]] = {}  # open rows in `inserts`, by fact_id
 
     def __call__(self, tenant: str, subject: str, value: str, valid_from: datetime) -> None:
         now = datetime.now(UTC)
         previous = self.open.get((tenant, subject))
-        row = self.rows.row(
-            tenant=tenant,
-            subject=subject,
-            attribute=WRITE_ATTRIBUTE,
-            value=value,
-            valid_from=valid_from,
-            recorded_at=now,
-            supersedes=previous["fact_id"] if previous else None,
-        )
+        # The template's shape comes from the ledger's `new_version`; only what differs per
+        # write is computed here, as cheaply as a hand-written INSERT would.
+        row = self.template | {
+            "fact_id": str(uuid.uuid4()),
+            "tenant_id": tenant,
+            "subject": subject,
+            "value": value,
+            "value_hash": hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest(),
+            "valid_from": valid_from,
+            "recorded_at": now,
+            "expires_at": now + self.retention,
+            "supersedes_fact_id": previous["fact_id"] if previous else None,
+        }
+        self.open[(tenant, subject)] = row
+        if self.batched:
+            if previous is not None:
+                queued = self.queued.get(previous["fact_id"])
+                if queued is not None:  # inserted by this flush: it goes in closed
+                    queued["superseded_at"] = now
+                else:
+                    self.closes.append((now, previous["fact_id"]))
+                self.inserts.append(self._closed(previous, valid_from, now))
+            self.queued[row["fact_id"]] = sql_params(row)
+            self.inserts.append(self.queued[row["fact_id"]])
+            return
         with self.conn.transaction(), self.conn.cursor() as cursor:
             if previous is None:
                 cursor.execute(INSERT_ONE, sql_params(row))
             else:
-                closed = previous | {
-                    "version": previous["version"] + 1,
-                    "valid_to": valid_from,
-                    "recorded_at": now,
-                }
                 cursor.execute(CLOSE_VERSION, (now, previous["fact_id"]))
-                self._insert_two(cursor, closed, row)
-        self.open[(tenant, subject)] = row
+                self._insert_two(cursor, self._closed(previous, valid_from, now), row)
+
+    def flush(self) -> None:
+        if not self.inserts:
+            return
+        with self.conn.transaction(), self.conn.cursor() as cursor:
+            if self.closes:
+                cursor.executemany(CLOSE_VERSION, self.closes)
+            cursor.executemany(INSERT_ONE, self.inserts)
+        self.closes, self.inserts, self.queued = [], [], {}
+
+    @staticmethod
+    def _closed(previous: dict[str, Any], valid_to: datetime, now: datetime) -> dict[str, Any]:
+        closed = {"version": previous["version"] + 1, "valid_to": valid_to, "recorded_at": now}
+        return sql_params(previous | closed)
 
     @staticmethod
     def _insert_two(
         cursor: psycopg.Cursor[Any], first: dict[str, Any], second: dict[str, Any]
     ) -> None:
         slots = ", ".join(["%s"] * len(FACT_COLUMNS))
-        values = [sql_params(first)[c] for c in FACT_COLUMNS]
+        values = [first[c] for c in FACT_COLUMNS]
         values += [sql_params(second)[c] for c in FACT_COLUMNS]
         cursor.execute(f"INSERT INTO facts ({COLUMN_LIST}) VALUES ({slots}), ({slots})", values)
 
@@ -392,6 +494,7 @@ class Workload:
         """Write the first fact of every key that will be superseded (untimed)."""
         for key in range(self.keys):
             self.write(self.tenant, f"subject-{key}", f"city-{key}-0", WRITE_BASE)
+        self.write.flush()
 
     def step(self) -> None:
         """The next write of the stream."""
@@ -420,6 +523,7 @@ class WriteJob:
     phases: tuple[tuple[str, int], ...]  # (mode "plain" | "put", operations)
     warmup: int
     depth: int
+    batch: int  # writes per transaction: 1 (put, plain INSERT) or more (put_many, executemany)
 
 
 @dataclass(frozen=True)
@@ -436,15 +540,16 @@ def write_worker(job: WriteJob, barrier: Barrier, results: mp.Queue[Any]) -> Non
     try:
         store = Store(Settings(database_url=job.url))
         conn = psycopg.connect(libpq_url(job.url))
+        batched = job.batch > 1
         writes: dict[str, Write] = {
-            "put": PutWrite(store),
-            "plain": PlainWrite(conn, store.catalog),
+            "put": PutManyWrite(store) if batched else PutWrite(store),
+            "plain": PlainWrite(conn, store.catalog, batched=batched),
         }
         supersede = job.scenario == "supersede"
         totals = {mode: 0 for mode in writes}
         for mode, operations in job.phases:
             totals[mode] += operations
-        prefix = f"bench-{job.scenario}-{job.writers}w{job.writer}"
+        prefix = f"bench-{job.scenario}-{job.writers}w{job.writer}-b{job.batch}"
         loads = {
             mode: Workload(
                 write, f"{prefix}-{mode}", supersede=supersede, total=totals[mode], depth=job.depth
@@ -456,15 +561,21 @@ def write_worker(job: WriteJob, barrier: Barrier, results: mp.Queue[Any]) -> Non
                 write, f"{prefix}-warm-{mode}", supersede=supersede, total=job.warmup, depth=2
             )
             warm.seed()
-            for _ in range(job.warmup):
+            for done in range(1, job.warmup + 1):
                 warm.step()
+                if done % job.batch == 0:
+                    write.flush()
+            write.flush()
             loads[mode].seed()
         timings = []
         for mode, operations in job.phases:
             barrier.wait(timeout=600)
             start, start_cpu = time.perf_counter(), time.process_time()
-            for _ in range(operations):
+            for done in range(1, operations + 1):
                 loads[mode].step()
+                if done % job.batch == 0:
+                    writes[mode].flush()
+            writes[mode].flush()
             end, cpu = time.perf_counter(), time.process_time() - start_cpu
             timings.append(PhaseTime(mode, operations, start, end, cpu))
         conn.close()
@@ -483,9 +594,13 @@ class WriteResult:
     cpu_ms: dict[str, float]  # client CPU milliseconds per write by mode
 
 
-def run_writes(url: str, scenario: str, writers: int, args: argparse.Namespace) -> WriteResult:
-    """Run one scenario with `writers` spawned processes; rates are totals over wall time."""
-    per_phase = max(1, args.puts // writers // args.rounds)
+def run_writes(
+    url: str, scenario: str, writers: int, args: argparse.Namespace, batch: int = 1
+) -> WriteResult:
+    """Run one scenario with `writers` spawned processes, `batch` writes per transaction; rates
+    are totals over wall time."""
+    total = args.batch_puts if batch > 1 else args.puts
+    per_phase = max(1, total // writers // args.rounds)
     phases: list[tuple[str, int]] = []
     for round_ in range(args.rounds):  # ABBA order cancels slow drift between the two modes
         order = ("plain", "put") if round_ % 2 == 0 else ("put", "plain")
@@ -497,7 +612,16 @@ def run_writes(url: str, scenario: str, writers: int, args: argparse.Namespace) 
         context.Process(
             target=write_worker,
             args=(
-                WriteJob(url, scenario, writers, writer, tuple(phases), args.warmup, args.depth),
+                WriteJob(
+                    url,
+                    scenario,
+                    writers,
+                    writer,
+                    tuple(phases),
+                    max(args.warmup, batch),
+                    args.depth,
+                    batch,
+                ),
                 barrier,
                 results,
             ),
@@ -566,8 +690,9 @@ def _value(attribute: str, rng: random.Random) -> Any:
 
 def key_rows(
     rows: FactRows, rng: random.Random, now: datetime, tenant: str, subject: str, attribute: str
-) -> Iterator[dict[str, Any]]:
-    """The row versions the ledger holds for one key after a few sequential supersessions."""
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The claims and fact row versions the ledger holds for one key after a few sequential
+    supersessions, each with its table."""
     intervals = rng.choices(list(INTERVAL_WEIGHTS), weights=list(INTERVAL_WEIGHTS.values()))[0]
     valid = [now - timedelta(days=rng.uniform(1500, 3000))]
     recorded = [now - timedelta(days=rng.uniform(300, 360))]
@@ -581,7 +706,7 @@ def key_rows(
         end = now + timedelta(days=rng.uniform(-200, 400)) if last and rng.random() < 0.05 else None
         if end is not None and end <= valid[i]:
             end = None
-        row = rows.row(
+        claim = rows.claim(
             tenant=tenant,
             subject=subject,
             attribute=attribute,
@@ -589,24 +714,26 @@ def key_rows(
             valid_from=valid[i],
             recorded_at=recorded[i],
             valid_to=end,
-            supersedes=previous,
         )
+        yield "claims", claim_columns(claim)
+        row = rows.row(claim=claim, supersedes=previous)
         if last:
-            yield row
+            yield "facts", row
         else:
             # The open version was closed when the next fact arrived; its successor holds
             # the closed interval.
-            yield row | {"superseded_at": recorded[i + 1]}
-            yield row | {"version": 2, "valid_to": valid[i + 1], "recorded_at": recorded[i + 1]}
+            yield "facts", row | {"superseded_at": recorded[i + 1]}
+            closed = {"version": 2, "valid_to": valid[i + 1], "recorded_at": recorded[i + 1]}
+            yield "facts", row | closed
         previous = row["fact_id"]
 
 
 def language_rows(
     rows: FactRows, rng: random.Random, now: datetime, tenant: str, subject: str
-) -> Iterator[dict[str, Any]]:
-    """A multi-valued attribute: one open fact per value, each in its own slot."""
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """A multi-valued attribute: one claim and one open fact per value, each in its own slot."""
     for language in rng.sample(LANGUAGES, rng.randint(1, 3)):
-        yield rows.row(
+        claim = rows.claim(
             tenant=tenant,
             subject=subject,
             attribute="languages",
@@ -614,12 +741,15 @@ def language_rows(
             valid_from=now - timedelta(days=rng.uniform(100, 3000)),
             recorded_at=now - timedelta(days=rng.uniform(1, 300)),
         )
+        yield "claims", claim_columns(claim)
+        yield "facts", rows.row(claim=claim)
 
 
 def generate(
     catalog: Catalog, target: int, seed: int, now: datetime, keys: list[LoadedKey]
-) -> Iterator[tuple[Any, ...]]:
-    """About `target` fact rows over many tenants and subjects; appends every key to `keys`."""
+) -> Iterator[tuple[str, tuple[Any, ...]]]:
+    """About `target` fact rows (and their claims) over many tenants and subjects, each with
+    its table; appends every key to `keys`."""
     rng = random.Random(seed)
     rows = FactRows(catalog, rng)
     tenants = max(1, target // 2000)
@@ -633,29 +763,46 @@ def generate(
                 batch = list(language_rows(rows, rng, now, tenant, subject))
             else:
                 batch = list(key_rows(rows, rng, now, tenant, subject, attribute))
-            first = min(batch, key=lambda row: row["valid_from"])
+            facts = [row for table, row in batch if table == "facts"]
+            first = min(facts, key=lambda row: row["valid_from"])
             keys.append(
                 LoadedKey(tenant, subject, attribute, first["valid_from"], first["recorded_at"])
             )
-            for row in batch:
-                yield tuple(
-                    canonical_json(row[c]) if c == "value" else row[c] for c in FACT_COLUMNS
+            for table, row in batch:
+                columns = COPY_COLUMNS[table]
+                yield (
+                    table,
+                    tuple(canonical_json(row[c]) if c == "value" else row.get(c) for c in columns),
                 )
-            produced += len(batch)
+            produced += len(facts)
 
 
 def load_facts(url: str, catalog: Catalog, target: int, seed: int) -> tuple[list[LoadedKey], int]:
-    """COPY about `target` rows into facts (with all its indexes and constraints), then
-    VACUUM ANALYZE and CHECKPOINT so that later timings see a settled table."""
+    """COPY about `target` rows into facts and their claims into claims (with all their
+    indexes and constraints), then VACUUM ANALYZE and CHECKPOINT so that later timings see
+    settled tables. Returns the keys and the number of fact rows."""
     keys: list[LoadedKey] = []
     now = datetime.now(UTC)
     count = 0
-    with psycopg.connect(libpq_url(url), autocommit=True) as conn:
-        with conn.cursor() as cursor, cursor.copy(f"COPY facts ({COLUMN_LIST}) FROM STDIN") as copy:
-            for record in generate(catalog, target, seed, now, keys):
-                copy.write_row(record)
-                count += 1
-        conn.execute("VACUUM ANALYZE facts")
+    claim_list = ", ".join(COPY_COLUMNS["claims"])
+    # One COPY per connection at a time: the claims go over a second connection alongside.
+    with (
+        psycopg.connect(libpq_url(url), autocommit=True) as conn,
+        psycopg.connect(libpq_url(url), autocommit=True) as claims_conn,
+    ):
+        with (
+            conn.cursor() as cursor,
+            cursor.copy(f"COPY facts ({COLUMN_LIST}) FROM STDIN") as facts_copy,
+            claims_conn.cursor() as claims_cursor,
+            claims_cursor.copy(f"COPY claims ({claim_list}) FROM STDIN") as claims_copy,
+        ):
+            for table, record in generate(catalog, target, seed, now, keys):
+                if table == "facts":
+                    facts_copy.write_row(record)
+                    count += 1
+                else:
+                    claims_copy.write_row(record)
+        conn.execute("VACUUM ANALYZE facts, claims")
         conn.execute("CHECKPOINT")
     return keys, count
 
@@ -753,7 +900,7 @@ def count_round_trips(url: str) -> dict[str, float]:
     conn = psycopg.connect(libpq_url(url))
     trips_plain = RoundTrips()
     trips_plain.attach(conn.pgconn)
-    put_write, plain_write = PutWrite(store), PlainWrite(conn, store.catalog)
+    put_write, plain_write = PutWrite(store), PlainWrite(conn, store.catalog, batched=False)
     figures: dict[str, float] = {}
     for mode, write, counter in (("put", put_write, trips), ("plain", plain_write, trips_plain)):
         figures[f"{mode} new key"] = counter.per_call(
@@ -792,6 +939,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=200, help="untimed operations first")
     parser.add_argument("--rounds", type=int, default=2, help="alternating plain/put phases")
     parser.add_argument("--depth", type=int, default=3, help="supersessions per key")
+    parser.add_argument("--batch", type=int, default=1000, help="writes per put_many call")
+    parser.add_argument(
+        "--batch-puts", type=int, default=20_000, help="timed batched writes per mode per test"
+    )
+    parser.add_argument(
+        "--import-lines", type=int, default=100_000, help="lines of the sgam import file (0: skip)"
+    )
+    parser.add_argument("--skip-batch", action="store_true", help="no put_many or import tests")
     parser.add_argument("--seed", type=int, default=20261129)
     parser.add_argument("--quick", action="store_true", help="small scale smoke run")
     parser.add_argument("--skip-reads", action="store_true")
@@ -800,6 +955,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.quick:
         args.facts, args.puts, args.lookups, args.warmup = 50_000, 400, 300, 30
+        args.batch_puts, args.import_lines = 4000, 10_000
     return args
 
 
@@ -881,6 +1037,81 @@ def report_writes(url: str, args: argparse.Namespace) -> dict[str, dict[str, flo
     return cpu_ms
 
 
+def report_batches(url: str, args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    """Run the put_many tests against executemany of the same rows and print the table;
+    return the sequential client CPU ms per write by scenario and mode."""
+    print(
+        f"\nBatched write throughput in facts/s, {args.batch_puts} timed writes per mode and row, "
+        f"{args.batch} per transaction (plain = the same facts rows by psycopg executemany)"
+    )
+    print(f"({machine_load()} before)")
+    rows = []
+    cpu_ms: dict[str, dict[str, float]] = {}
+    for scenario in ("distinct", "supersede"):
+        for writers in sorted({1, args.writers}):
+            result = run_writes(url, scenario, writers, args, batch=args.batch)
+            if writers == 1:
+                cpu_ms[scenario] = result.cpu_ms
+            plain, putr = result.rates["plain"], result.rates["put"]
+            rows.append(
+                [
+                    "new keys" if scenario == "distinct" else "supersede",
+                    str(writers),
+                    f"{plain:,.0f}",
+                    f"{putr:,.0f}",
+                    f"{putr / plain:.2f}x",
+                    f"{1000 * writers / putr:.3f}",
+                    "ok" if putr / plain >= PUT_TARGET else "MISSED",
+                    "-" if writers > 1 else "ok" if putr >= BATCH_RATE_TARGET else "MISSED",
+                ]
+            )
+    headers = ["writes", "writers", "plain/s", "put_many/s", "put_many/plain", "ms/fact"]
+    print_table([*headers, f">={PUT_TARGET:g}x", f">={BATCH_RATE_TARGET:,}/s"], rows)
+    print(f"({machine_load()} after)")
+    return cpu_ms
+
+
+def report_import(url: str, lines: int) -> None:
+    """`sgam import` of a JSONL file end to end: a process started on a fresh file."""
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "import.jsonl"
+        with path.open("w") as file:
+            for n in range(lines):
+                command = {
+                    "tenant_id": "bench-import",
+                    "subject": f"customer-{n // 4}",
+                    "attribute": IMPORT_ATTRIBUTES[n % 4],
+                    "value": _import_value(n),
+                    "valid_from": "2026-01-01T00:00:00Z",
+                    "source_episode_id": "crm-export",
+                    "idempotency_key": f"crm-{n}",
+                }
+                file.write(canonical_json(command) + "\n")
+        sgam = str(Path(sys.executable).parent / "sgam")
+        env = {**os.environ, "SGAM_DATABASE_URL": url}
+        print(f"\nsgam import of a {lines:,}-line JSONL file, end to end ({machine_load()} before)")
+        for run in ("first run", "re-run (every key repeated)"):
+            started = time.perf_counter()
+            done = subprocess.run([sgam, "import", str(path)], env=env, capture_output=True)
+            elapsed = time.perf_counter() - started
+            if done.returncode != 0:
+                sys.exit(f"sgam import failed ({done.returncode}): {done.stderr.decode()[:500]}")
+            print(f"{run:<28} {elapsed:6.1f} s  {lines / elapsed:8,.0f} lines/s")
+        print(f"({machine_load()} after)")
+
+
+IMPORT_ATTRIBUTES = ("home_city", "employer", "account_plan", "newsletter_opt_in")
+
+
+def _import_value(n: int) -> Any:
+    attribute = IMPORT_ATTRIBUTES[n % 4]
+    if attribute == "account_plan":
+        return ("free", "pro", "enterprise")[n % 3]
+    if attribute == "newsletter_opt_in":
+        return n % 2 == 0
+    return f"{attribute}-{n}"
+
+
 def report_cpu(reads: dict[str, float], writes: dict[str, dict[str, float]]) -> None:
     """Client CPU per call: the Python cost of each path, which competing load barely moves."""
     rows = [
@@ -893,6 +1124,8 @@ def report_cpu(reads: dict[str, float], writes: dict[str, dict[str, float]]) -> 
         for label, costs in (
             ("put, new key", writes.get("distinct")),
             ("put, supersede", writes.get("supersede")),
+            ("put_many, new key", writes.get("distinct batch")),
+            ("put_many, supersede", writes.get("supersede batch")),
         )
         if costs
     ]
@@ -926,6 +1159,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         reads = report_reads(args.url, catalog, args)
     if not args.skip_writes:
         writes = report_writes(args.url, args)
+        if not args.skip_batch:
+            batches = report_batches(args.url, args)
+            writes |= {f"{scenario} batch": cpu for scenario, cpu in batches.items()}
+            if args.import_lines > 0:
+                report_import(args.url, args.import_lines)
     report_cpu(reads or {}, writes or {})
     print("\nClient round trips per operation (libpq trace, after warm-up)")
     trips = count_round_trips(args.url)

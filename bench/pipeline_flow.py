@@ -2,7 +2,7 @@
 episode through intake, Celery workers with the rules extractor, the policy stage and the
 ledger, on PostgreSQL and the local Redis; then the same in inline mode; then the hot path.
 
-    .venv/bin/python bench/pipeline.py [--workers 1 2] [--remember 500] [--url URL]
+    .venv/bin/python bench/pipeline_flow.py [--workers 1 2] [--remember 500] [--url URL]
 
 Reports, per run: episodes/s end to end (first intake to last episode done), enqueue→done
 latency p50/p99 (an episode's `finished_at - received_at`, both stamped by this host's clock),
