@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from pipeline.cli import admin, buffer, extract, facts, intake, lifecycle, serve, workers
+from pipeline.cli import admin, buffer, extract, facts, imports, intake, lifecycle, serve, workers
 from pipeline.cli.errors import USAGE_ERROR, describe, exit_code, fail, internal
 from pipeline.errors import SgamError
 
@@ -28,6 +28,7 @@ for command in (
     facts.put,
     facts.get,
     facts.history,
+    imports.import_facts,
     lifecycle.promote,
     lifecycle.forget,
     lifecycle.expire,

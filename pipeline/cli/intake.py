@@ -12,6 +12,7 @@ import click
 from pipeline.cli import output
 from pipeline.cli.lines import read_objects, report_lines
 from pipeline.cli.options import given_fields, json_output, opened_store
+from pipeline.cli.progress import progress
 
 
 @click.command()
@@ -32,7 +33,7 @@ def ingest(file: Path, skip_invalid: bool, as_json: bool) -> None:
     if bad and not skip_invalid:
         report_lines(bad)  # every bad line, and nothing stored
         raise click.exceptions.Exit(2)
-    with opened_store() as store, _progress(len(valid), "episodes") as bar:
+    with opened_store() as store, progress(len(valid), "episodes") as bar:
         report = ingest_episodes(
             store,
             [episode for _, episode in valid],
@@ -50,24 +51,6 @@ def ingest(file: Path, skip_invalid: bool, as_json: bool) -> None:
     if bad:
         report_lines(bad)
         raise click.exceptions.Exit(2)
-
-
-class _Quiet:
-    def update(self, _: int) -> None:
-        pass
-
-    def __enter__(self) -> _Quiet:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        pass
-
-
-def _progress(total: int, label: str) -> Any:
-    """A progress bar on a terminal (stderr), nothing in a pipe."""
-    if not sys.stderr.isatty():
-        return _Quiet()
-    return click.progressbar(length=total, label=label, file=sys.stderr)
 
 
 @click.command()

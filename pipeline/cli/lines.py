@@ -1,12 +1,15 @@
 """Reading JSON Lines input (`sgam ingest`, `sgam import`): one JSON object per line, blank
-lines skipped, every problem named with its line number."""
+lines skipped, every problem named with its line number. The file is read a line at a time, so
+a large one is never held whole."""
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import click
 
@@ -14,40 +17,61 @@ from pipeline.errors import InvalidInput
 
 MAX_LINE_BYTES = 1024 * 1024
 
+# (line number, the object, None) or (line number, None, why the line is not one)
+ReadLine = tuple[int, dict[str, Any] | None, str | None]
+
 
 def read_objects(path: Path) -> tuple[list[dict[str, Any]], list[int], list[tuple[int, str, str]]]:
     """(objects, their line numbers, lines that are not JSON objects)."""
-    try:
-        data = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
-    except OSError as exc:
-        raise InvalidInput("file", f"cannot be read: {exc.strerror}") from None
     objects: list[dict[str, Any]] = []
     numbers: list[int] = []
     bad: list[tuple[int, str, str]] = []
-    for number, raw in enumerate(data.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        problem = _problem(raw)
-        if problem is not None:
-            bad.append((number, "line", problem))
-            continue
-        objects.append(json.loads(raw))
-        numbers.append(number)
+    for number, value, problem in each_object(path):
+        if value is None:
+            bad.append((number, "line", str(problem)))
+        else:
+            objects.append(value)
+            numbers.append(number)
     return objects, numbers, bad
 
 
-def _problem(raw: bytes) -> str | None:
+def each_object(path: Path) -> Iterator[ReadLine]:
+    """Every non-blank line of `path` ('-': stdin) in order, parsed or with its problem. Lines
+    end at \\n, \\r\\n or \\r, as for `bytes.splitlines`."""
+    with ExitStack() as stack:
+        handle = _opened(path, stack)
+        number = 0
+        try:
+            for chunk in handle:
+                for raw in chunk.splitlines():
+                    number += 1
+                    if raw.strip():
+                        yield (number, *_parsed(raw))
+        except OSError as exc:
+            raise InvalidInput("file", f"cannot be read: {exc.strerror}") from None
+
+
+def _opened(path: Path, stack: ExitStack) -> IO[bytes]:
+    if str(path) == "-":
+        return sys.stdin.buffer
+    try:
+        return stack.enter_context(path.open("rb"))
+    except OSError as exc:
+        raise InvalidInput("file", f"cannot be read: {exc.strerror}") from None
+
+
+def _parsed(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
     if len(raw) > MAX_LINE_BYTES:
-        return f"is longer than {MAX_LINE_BYTES} bytes"
+        return None, f"is longer than {MAX_LINE_BYTES} bytes"
     try:
         value = json.loads(raw.decode("utf-8"), parse_constant=_refuse)
     except UnicodeDecodeError:
-        return "is not valid UTF-8"
+        return None, "is not valid UTF-8"
     except (json.JSONDecodeError, ValueError, RecursionError) as exc:
-        return f"is not JSON ({getattr(exc, 'msg', exc)})"
+        return None, f"is not JSON ({getattr(exc, 'msg', exc)})"
     if not isinstance(value, dict):
-        return f"must be a JSON object, not {type(value).__name__}"
-    return None
+        return None, f"must be a JSON object, not {type(value).__name__}"
+    return value, None
 
 
 def _refuse(name: str) -> Any:

@@ -14,11 +14,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from pipeline.catalog.names import unknown_attribute
 from pipeline.db import inserts
 from pipeline.db.unit import Unit
-from pipeline.errors import ConflictError, InvalidInput, TrustRejected, VersionConflict
+from pipeline.errors import ConflictError, TrustRejected, VersionConflict
 from pipeline.ledger import events
+from pipeline.ledger.checks import check_put
 from pipeline.ledger.events import Decision, EventKind
 from pipeline.ledger.intervals import Interval, holding_at
 from pipeline.ledger.judging import trust_refusal
@@ -38,40 +38,12 @@ from pipeline.ledger.versions import (
 from schemas.commands import PutFact
 from schemas.events import ClaimPayload
 from schemas.facts import ClaimRecord, Fact, FactStatus, Trust
-from schemas.fields import canonical_json, format_utc
+from schemas.fields import format_utc
 
 
 def resolve(unit: Unit, command: PutFact, *, claim_id: str, now: datetime) -> ClaimRecord:
     """Check the command against the catalogue and settle every derived field."""
-    catalog = unit.catalog
-    spec = catalog.attributes.get(command.attribute)
-    if spec is None:
-        raise unknown_attribute(catalog, command.attribute)
-    if command.cardinality is not None and command.cardinality is not spec.cardinality:
-        raise InvalidInput(
-            "cardinality",
-            f"{command.attribute!r} is declared {spec.cardinality.value} in the catalogue",
-        )
-    try:
-        value = spec.normalise(command.value)
-    except ValueError as exc:
-        raise InvalidInput("value", f"{exc} ({command.attribute} is {spec.type.phrase})") from None
-    text = canonical_json(value)
-    size = len(text.encode("utf-8"))
-    limit = unit.settings.max_value_bytes
-    if size > limit:
-        raise InvalidInput("value", f"is {size} bytes; the limit is {limit} (SGAM_MAX_VALUE_BYTES)")
-    expires_at = now + catalog.retention(command.attribute)
-    if command.expires_at is not None:
-        if command.expires_at > expires_at:
-            raise InvalidInput(
-                "expires_at",
-                f"may only shorten the retention of kind {spec.kind} "
-                f"(latest allowed: {format_utc(expires_at)})",
-            )
-        if command.expires_at <= now:
-            raise InvalidInput("expires_at", "must be in the future")
-        expires_at = command.expires_at
+    checked = check_put(command, unit.catalog, unit.settings, now)
     return ClaimRecord(
         claim_id=claim_id,
         tenant_id=command.tenant_id,
@@ -79,11 +51,11 @@ def resolve(unit: Unit, command: PutFact, *, claim_id: str, now: datetime) -> Cl
         purpose=command.purpose,
         subject=command.subject,
         attribute=command.attribute,
-        cardinality=spec.cardinality,
-        value=value,
-        value_hash=hashlib.sha256(text.encode("utf-8")).hexdigest(),
-        kind=spec.kind,
-        schema_version=catalog.version,
+        cardinality=checked.spec.cardinality,
+        value=checked.value,
+        value_hash=hashlib.sha256(checked.value_text.encode("utf-8")).hexdigest(),
+        kind=checked.spec.kind,
+        schema_version=unit.catalog.version,
         valid_from=command.valid_from,
         valid_to=command.valid_to,
         source_episode_id=command.source_episode_id,
@@ -91,7 +63,7 @@ def resolve(unit: Unit, command: PutFact, *, claim_id: str, now: datetime) -> Cl
         confidence=command.confidence,
         trust=command.trust,
         recorded_at=now,
-        expires_at=expires_at,
+        expires_at=checked.expires_at,
     )
 
 

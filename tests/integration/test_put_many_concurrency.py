@@ -185,18 +185,7 @@ def postgres_store(postgres_url: str) -> Iterator[Store]:
     "chunk",
     [
         pytest.param(1, id="one-command-transactions"),
-        pytest.param(
-            BATCH // 2,
-            id="many-keys-per-transaction",
-            marks=pytest.mark.xfail(
-                reason="put_many still locks each key when it reaches its command, in the "
-                "caller's order: two batches over the same keys in different orders deadlock "
-                "and StoreBusy escapes after SGAM_WRITE_RETRIES. The batched write path locks "
-                "all keys of a chunk in one sorted order; remove this mark when it lands.",
-                raises=AssertionError,
-                strict=True,
-            ),
-        ),
+        pytest.param(BATCH // 2, id="many-keys-per-transaction"),
     ],
 )
 def test_concurrent_put_many_over_overlapping_keys_in_different_orders(
