@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from multiprocessing.process import BaseProcess
 from typing import Any
 
 import pytest
@@ -96,3 +97,12 @@ def all_rows(store: Store) -> dict[str, list[dict[str, Any]]]:
             rows = connection.execute(select(*columns).order_by(*order))
             tables[table.name] = [dict(row._mapping) for row in rows]
     return tables
+
+
+def stop_writers(processes: Sequence[BaseProcess]) -> None:
+    """Join writer processes, killing one that hangs."""
+    for process in processes:
+        process.join(timeout=60)
+        if process.is_alive():
+            process.kill()
+            process.join()

@@ -19,7 +19,7 @@ import pipeline
 from pipeline.db.store import Store, open_store
 from pipeline.errors import ConflictError
 from pipeline.settings import Settings
-from tests.integration.ledger_helpers import assert_no_overlap, count_rows
+from tests.integration.ledger_helpers import assert_no_overlap, count_rows, stop_writers
 
 pytestmark = pytest.mark.slow
 
@@ -68,11 +68,7 @@ def run_concurrently(url: str, batches: list[list[dict[str, Any]]]) -> list[Outc
     except queue_module.Empty:
         pytest.fail(f"only {len(outcomes)} puts returned: a writer hung or died")
     finally:
-        for process in processes:
-            process.join(timeout=60)
-            if process.is_alive():
-                process.kill()
-                process.join()
+        stop_writers(processes)
     assert [process.exitcode for process in processes] == [0] * len(processes)
     errors = [outcome for outcome in outcomes if outcome[0] == "error"]
     assert errors == [], "no put may fail with an unhandled database error"

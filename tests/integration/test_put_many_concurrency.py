@@ -25,6 +25,7 @@ from pipeline.db import guards
 from pipeline.db.store import Store, open_store
 from pipeline.errors import ConflictError
 from pipeline.settings import Settings
+from tests.integration.ledger_helpers import stop_writers
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
@@ -128,11 +129,7 @@ def run_batches(url: str, work: list[list[list[dict[str, Any]]]], chunk: int) ->
     except queue_module.Empty:
         pytest.fail("a put_many did not return within two minutes: a writer hung or died")
     finally:
-        for process in processes:
-            process.join(timeout=60)
-            if process.is_alive():
-                process.kill()
-                process.join()
+        stop_writers(processes)
     assert [process.exitcode for process in processes] == [0] * len(processes)
     return reports
 
