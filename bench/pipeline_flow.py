@@ -26,17 +26,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-# This script is named like the package it measures: run as a script, its folder comes first on
-# sys.path and would shadow the package.
-sys.path[0] = str(Path(__file__).resolve().parents[1])
+import redis
+from sqlalchemy import create_engine, func, make_url, select, text
 
-import redis  # noqa: E402
-from sqlalchemy import create_engine, func, make_url, select, text  # noqa: E402
-
-import pipeline  # noqa: E402
-from pipeline.db.models import EpisodeRow  # noqa: E402
-from pipeline.db.store import Store, open_store  # noqa: E402
-from pipeline.settings import Settings  # noqa: E402
+import pipeline
+from pipeline.db.models import EpisodeRow
+from pipeline.db.store import Store, open_store
+from pipeline.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "locomo10.json"
