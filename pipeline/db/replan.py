@@ -1,0 +1,87 @@
+"""Prepared statements planned again as the tables grow (PostgreSQL).
+
+psycopg prepares a statement on its 5th execution on a connection; PostgreSQL plans the prepared
+statement for its values 5 times, then settles on one generic plan and keeps it until the
+table's statistics change. A plan made while a table was nearly empty (a sequential scan is the
+cheapest way to read 3 pages) therefore stays with a long-lived connection while the table grows
+to millions of rows, unless something runs ANALYZE; autovacuum may be off, and an ANALYZE of the
+still-empty tables (an operator, `sgam replay`, autovacuum's first pass) is what makes the
+planner trust the small size in the first place.
+
+So every connection remembers the size of each table when its statements were last planned and,
+at most once a second when it is checked out of the pool, compares it with the current sizes
+(one round trip). When a table has doubled, it drops its prepared statements (`DEALLOCATE ALL`,
+which psycopg notices): they are prepared and planned again for the current sizes. No plan is
+used on a table more than twice the size it was made for (plus a second of writes), whoever
+grew the table and whether or not anything analyses it; once the tables are large the check
+costs one round trip a second per busy connection and re-plans almost never.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+# A table must have grown by this factor since the statements were planned to plan them again.
+GROWTH = 2.0
+# Below this size (bytes) any plan reads a table cheaply: its growth alone re-plans nothing.
+FLOOR_BYTES = 64 * 1024
+# The least time between two size checks on one connection.
+CHECK_SECONDS = 1.0
+
+_SIZES = (
+    "SELECT c.relname, pg_relation_size(c.oid) FROM pg_class c "
+    "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'"
+)
+
+Sizes = Mapping[str, int]
+
+
+@dataclass
+class _Planned:
+    """What one connection knows about the plans of its prepared statements."""
+
+    sizes: dict[str, int] | None = None  # None: nothing planned yet
+    next_check: float = 0.0
+
+
+def outgrown(planned: Sizes, now: Sizes) -> bool:
+    """True when some table is at least GROWTH times as large as when the statements were
+    planned (a table not seen then counts as empty), and past FLOOR_BYTES."""
+    return any(
+        size >= FLOOR_BYTES and size >= GROWTH * planned.get(name, 0) for name, size in now.items()
+    )
+
+
+def rebase(planned: Sizes, now: Sizes) -> dict[str, int]:
+    """The sizes to compare with next, when no re-plan was needed: a table that shrank (emptied
+    by TRUNCATE, rewritten by VACUUM FULL) gets plans made for its smaller size, so its growth
+    counts from there."""
+    return {name: min(size, planned.get(name, size)) for name, size in now.items()}
+
+
+def on_checkout(dbapi_connection: Any, record: Any, _proxy: object) -> None:
+    """A pool `checkout` listener for psycopg connections (installed by the Postgres backend)."""
+    state = record.info.get("sgam_planned")
+    if state is None:
+        state = record.info["sgam_planned"] = _Planned()
+    moment = time.monotonic()
+    if moment < state.next_check:
+        return
+    state.next_check = moment + CHECK_SECONDS
+    # The connection is idle here; in autocommit mode the check opens no transaction.
+    autocommit = dbapi_connection.autocommit
+    dbapi_connection.autocommit = True
+    try:
+        now = {name: int(size) for name, size in dbapi_connection.execute(_SIZES)}
+        if state.sizes is None:
+            state.sizes = now
+        elif outgrown(state.sizes, now):
+            dbapi_connection.execute("DEALLOCATE ALL")
+            state.sizes = now
+        else:
+            state.sizes = rebase(state.sizes, now)
+    finally:
+        dbapi_connection.autocommit = autocommit
