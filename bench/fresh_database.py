@@ -6,10 +6,12 @@ Drops and recreates the database named by --url (its name must contain `bench`),
 runs ANALYZE on the empty tables (what an operator, `sgam replay` or autovacuum's first pass
 leaves behind; autovacuum itself may be off), then writes --facts facts through
 `pipeline.put_many(store, commands, chunk=500)` in one process on one Store. It prints the rate
-of each --block of facts and how many table rows sequential scans read meanwhile, and compares
-the last block with the first one after a warm-up block: PASS when the last is at least 80 % of
-the first. Then, for contrast, the same on a new database with the re-planning check removed
-(`pipeline.db.replan`), for --contrast facts in smaller blocks (it slows down too fast for more).
+of each --block of facts, the CPU time per fact of the client and of its PostgreSQL backend
+(which other work on the machine inflates much less than it slows the rate), and how many
+ledger rows sequential scans read meanwhile. PASS when the last block's rate is at least 80 %
+of the first block's after a warm-up block. Then, for contrast, the same on a new database with
+the re-planning check removed (`pipeline.db.replan`), for --contrast facts in smaller blocks
+(without it the writer slows down too fast for more).
 """
 
 from __future__ import annotations
@@ -85,41 +87,69 @@ def seq_rows_read(monitor: psycopg.Connection[Any]) -> int:
     return int(row[0]) if row else 0
 
 
+def server_seconds(pids: set[int]) -> float:
+    """CPU time used so far by the writer's PostgreSQL backends (0 when they are not on this
+    machine): unlike the rate, it does not move with what else shares the cores."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime in clock ticks
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def load() -> str:
     one, five, fifteen = os.getloadavg()
     return f"load average {one:.2f} / {five:.2f} / {fifteen:.2f}"
 
 
-def run(url: str, facts: int, block: int, chunk: int, *, fix: bool, analyze: bool) -> list[float]:
-    """Write `facts` facts on a new database in blocks; the rate of each block."""
+def run(
+    url: str, facts: int, block: int, chunk: int, *, fix: bool, analyze: bool
+) -> tuple[list[float], list[float]]:
+    """Write `facts` facts on a new database in blocks; the rate and the CPU seconds per fact
+    (client and server) of each block."""
     libpq = recreate(url)
     store = Store(Settings(database_url=url))
     if not fix:
         event.remove(store.engine, "checkout", replan.on_checkout)
+    backends: set[int] = set()
+    event.listen(
+        store.engine, "connect", lambda dbapi, _record: backends.add(dbapi.info.backend_pid)
+    )
     store.upgrade()
     if analyze:
         store.analyze()
     rates: list[float] = []
+    costs: list[float] = []
     with psycopg.connect(libpq, autocommit=True) as monitor:
         scanned = seq_rows_read(monitor)
         for start in range(0, facts, block):
+            server = server_seconds(backends)
+            client = time.process_time()
             started = time.perf_counter()
             outcomes = pipeline.put_many(store, commands(start, block), chunk=chunk)
             elapsed = time.perf_counter() - started
+            client = time.process_time() - client
+            server = server_seconds(backends) - server
             failed = [o for o in outcomes if not isinstance(o, pipeline.PutResult)]
             if failed:
                 sys.exit(f"{len(failed)} commands failed, the first: {failed[0]!r}")
             rates.append(block / elapsed)
+            costs.append((client + server) / block)
             time.sleep(1.2)  # untimed: the writer's statistics reach the view within a second
             now = seq_rows_read(monitor)
             print(
-                f"  facts {start + 1:>7,}-{start + block:<7,} {rates[-1]:8.0f} facts/s"
-                f"   rows read by sequential scans {now - scanned:>13,}",
+                f"  facts {start + 1:>7,}-{start + block:<7,} {rates[-1]:6.0f} facts/s"
+                f"   CPU ms/fact: client {1000 * client / block:.2f}, server"
+                f" {1000 * server / block:.2f}   seq-scanned rows {now - scanned:>12,}",
                 flush=True,
             )
             scanned = now
     store.dispose()
-    return rates
+    return rates, costs
 
 
 def verdict(rates: list[float]) -> tuple[float, bool]:
@@ -153,19 +183,21 @@ def main() -> None:
     analyze = not args.no_analyze
     print(f"ANALYZE after migrating: {'yes' if analyze else 'no'}; chunk {args.chunk}")
     print(f"\nwith the re-planning check ({load()} before)")
-    rates = run(args.url, args.facts, args.block, args.chunk, fix=True, analyze=analyze)
+    rates, costs = run(args.url, args.facts, args.block, args.chunk, fix=True, analyze=analyze)
     ratio, passed = verdict(rates)
     print(f"  ({load()} after)")
     print(
         f"  first block after warm-up {rates[1]:.0f} facts/s, last {rates[-1]:.0f} facts/s: "
         f"last/first {ratio:.2f} -> {'PASS' if passed else 'FAIL'} (>= 0.80)"
     )
+    print(f"  CPU per fact (client + server), last/first: {costs[-1] / costs[1]:.2f}")
     if args.contrast:
         small = max(args.block // 4, 1)
         print(f"\nwithout it, {args.contrast:,} facts ({load()} before)")
-        rates = run(args.url, args.contrast, small, args.chunk, fix=False, analyze=analyze)
+        rates, costs = run(args.url, args.contrast, small, args.chunk, fix=False, analyze=analyze)
         print(f"  ({load()} after)")
-        print(f"  last/first after warm-up {rates[-1] / rates[1]:.2f}")
+        print(f"  rate last/first after warm-up {rates[-1] / rates[1]:.2f}")
+        print(f"  CPU per fact (client + server), last/first: {costs[-1] / costs[1]:.2f}")
     if not args.keep:
         drop(args.url)
     if not passed:

@@ -1,0 +1,100 @@
+"""A long-lived connection on a new database re-plans its prepared statements as the ledger
+grows, so the slot reads and the idempotency lookup move to their indexes
+(`pipeline.db.replan`).
+
+The tables are analysed while empty, then one Store writes facts one at a time (psycopg
+prepares the statements, PostgreSQL settles on generic plans for empty tables: sequential
+scans), then grows the ledger to 630 facts. The generic plan each statement now
+has on that connection must read an index; without the re-planning check it still scans the
+whole table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import ExitStack
+
+import pytest
+from sqlalchemy import text
+
+import pipeline
+from pipeline.db import replan
+from pipeline.db.store import Store
+from pipeline.settings import Settings
+from tests.conftest import empty_database
+
+pytestmark = pytest.mark.postgres
+
+# A marker of each hot statement's SQL text in pg_prepared_statements.
+HOT_STATEMENTS = {
+    "claims of a slot": "FROM claims WHERE",
+    "current facts of a slot": "FROM facts WHERE",
+    "idempotency lookup": "FROM idempotency_keys WHERE",
+}
+
+
+def command(number: int) -> dict[str, str]:
+    return {
+        "tenant_id": f"t{number % 7}",
+        "subject": f"person-{number}",
+        "attribute": "home_city",
+        "value": f"City {number}",
+        "valid_from": "2026-01-01T00:00:00Z",
+        "source_episode_id": f"ep-{number}",
+        "idempotency_key": f"key-{number}",
+    }
+
+
+@pytest.fixture
+def grown_store(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
+    empty_database(postgres_url)
+    monkeypatch.setattr(replan, "CHECK_SECONDS", 0.0)  # check at every checkout
+    store = Store(Settings(database_url=postgres_url))
+    store.analyze()  # empty tables, analysed: the planner trusts that they are empty
+    for number in range(30):  # prepared, planned 5 times, then one generic plan each
+        pipeline.put(store, command(number))
+    outcomes = pipeline.put_many(store, (command(n) for n in range(30, 600)), chunk=200)
+    assert all(isinstance(outcome, pipeline.PutResult) for outcome in outcomes)
+    for number in range(600, 630):  # prepared and planned again, if they were dropped
+        pipeline.put(store, command(number))
+    yield store
+    store.dispose()
+
+
+def generic_plans(store: Store) -> dict[str, str]:
+    """The generic plan of each hot prepared statement on the store's pooled connections
+    (taken out of the pool all at once, so that each is inspected)."""
+    plans = {}
+    with ExitStack() as stack:
+        pooled = [
+            stack.enter_context(store.engine.connect())
+            for _ in range(store.engine.pool.checkedin())
+        ]
+        for connection in pooled:
+            raw = connection.connection.dbapi_connection
+            assert raw is not None
+            prepared = raw.execute(
+                "SELECT name, statement, cardinality(parameter_types) FROM pg_prepared_statements"
+            ).fetchall()
+            raw.execute("SET plan_cache_mode = force_generic_plan")  # the cached plan if any
+            for label, marker in HOT_STATEMENTS.items():
+                for name, sql, count in prepared:
+                    if marker in " ".join(sql.split()):
+                        nulls = ", ".join(["NULL"] * count)
+                        rows = raw.execute(f"EXPLAIN EXECUTE {name}({nulls})").fetchall()
+                        plans[f"{label} ({name})"] = "\n".join(row[0] for row in rows)
+            raw.execute("RESET plan_cache_mode")
+            connection.rollback()
+    for label in HOT_STATEMENTS:
+        assert any(key.startswith(label) for key in plans), f"the {label} was not prepared"
+    return plans
+
+
+def test_the_hot_statements_read_indexes_once_the_ledger_has_grown(grown_store: Store) -> None:
+    with grown_store.reading() as connection:
+        count = connection.execute(text("SELECT count(*) FROM claims")).scalar_one()
+    assert count == 630
+    plans = generic_plans(grown_store)
+    scans = {label: plan for label, plan in plans.items() if "Seq Scan" in plan}
+    assert not scans, f"statements still planned for empty tables: {scans}"
+    assert all("Index" in plan for plan in plans.values()), plans
