@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy.exc import DisconnectionError
+
 # A table must have grown by this factor since the statements were planned to plan them again.
 GROWTH = 2.0
 # Below this size (bytes) any plan reads a table cheaply: its growth alone re-plans nothing.
@@ -64,6 +66,8 @@ def rebase(planned: Sizes, now: Sizes) -> dict[str, int]:
 
 def on_checkout(dbapi_connection: Any, record: Any, _proxy: object) -> None:
     """A pool `checkout` listener for psycopg connections (installed by the Postgres backend)."""
+    import psycopg  # loaded already: this runs on psycopg connections only
+
     state = record.info.get("sgam_planned")
     if state is None:
         state = record.info["sgam_planned"] = _Planned()
@@ -73,8 +77,8 @@ def on_checkout(dbapi_connection: Any, record: Any, _proxy: object) -> None:
     state.next_check = moment + CHECK_SECONDS
     # The connection is idle here; in autocommit mode the check opens no transaction.
     autocommit = dbapi_connection.autocommit
-    dbapi_connection.autocommit = True
     try:
+        dbapi_connection.autocommit = True
         now = {name: int(size) for name, size in dbapi_connection.execute(_SIZES)}
         if state.sizes is None:
             state.sizes = now
@@ -83,5 +87,7 @@ def on_checkout(dbapi_connection: Any, record: Any, _proxy: object) -> None:
             state.sizes = now
         else:
             state.sizes = rebase(state.sizes, now)
-    finally:
         dbapi_connection.autocommit = autocommit
+    except psycopg.OperationalError as error:
+        # The server closed the connection: the pool replaces it and checks out again.
+        raise DisconnectionError(str(error).strip().splitlines()[0]) from error

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import create_engine, text
 
 import pipeline
 from pipeline.db import replan
@@ -98,3 +98,21 @@ def test_the_hot_statements_read_indexes_once_the_ledger_has_grown(grown_store: 
     scans = {label: plan for label, plan in plans.items() if "Seq Scan" in plan}
     assert not scans, f"statements still planned for empty tables: {scans}"
     assert all("Index" in plan for plan in plans.values()), plans
+
+
+def test_a_connection_the_server_closed_is_replaced_at_the_size_check(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    empty_database(postgres_url)
+    monkeypatch.setattr(replan, "CHECK_SECONDS", 0.0)
+    store = Store(Settings(database_url=postgres_url))
+    try:
+        with store.reading() as connection:
+            backend = connection.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        outside = create_engine(postgres_url)  # not the store's pool: it would hand back `backend`
+        with outside.begin() as other:
+            other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": backend})
+        outside.dispose()
+        assert pipeline.put(store, command(1)).fact.value == "City 1"
+    finally:
+        store.dispose()
