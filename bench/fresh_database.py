@@ -152,6 +152,54 @@ def run(
     return rates, costs
 
 
+def put_cost(url: str, puts: int, first: int) -> None:
+    """Single puts on the grown database, alternating (ABC CBA) a store with the check, one
+    without it, and one planning every execution (`plan_cache_mode=force_custom_plan`, the
+    other way to keep plans from going stale): what the check costs on the steady put path."""
+    modes = ("with the check", "without it", "force_custom_plan")
+    stores: dict[str, tuple[Store, set[int]]] = {}
+    for mode in modes:
+        store = Store(Settings(database_url=url))
+        backends: set[int] = set()
+
+        def connected(
+            dbapi: Any, _record: object, backends: set[int] = backends, mode: str = mode
+        ) -> None:
+            backends.add(dbapi.info.backend_pid)
+            if mode == "force_custom_plan":
+                dbapi.execute("SET plan_cache_mode = force_custom_plan")
+
+        event.listen(store.engine, "connect", connected)
+        if mode != "with the check":
+            event.remove(store.engine, "checkout", replan.on_checkout)
+        stores[mode] = (store, backends)
+    totals = {mode: [0.0, 0.0, 0.0] for mode in modes}
+    number = first
+    for index, mode in enumerate([*modes, *reversed(modes)]):
+        store, backends = stores[mode]
+        batch = list(commands(number, puts // 2 + (50 if index < len(modes) else 0)))
+        number += len(batch)
+        if index < len(modes):  # untimed warm-up: connection, prepared statements, caches
+            for command in batch[:50]:
+                pipeline.put(store, command)
+            batch = batch[50:]
+        server, client = server_seconds(backends), time.process_time()
+        started = time.perf_counter()
+        for command in batch:
+            pipeline.put(store, command)
+        totals[mode][0] += time.perf_counter() - started
+        totals[mode][1] += time.process_time() - client
+        totals[mode][2] += server_seconds(backends) - server
+    for mode, (wall, client, server) in totals.items():
+        each = puts // 2 * 2
+        print(
+            f"  {mode:<18} {each / wall:6.0f} puts/s   ms/put: wall {1000 * wall / each:.2f},"
+            f" client CPU {1000 * client / each:.2f}, server CPU {1000 * server / each:.3f}"
+        )
+    for store, _ in stores.values():
+        store.dispose()
+
+
 def verdict(rates: list[float]) -> tuple[float, bool]:
     """The last block's rate over the first after the warm-up block; PASS at 0.8 or more."""
     ratio = rates[-1] / rates[1]
@@ -168,6 +216,9 @@ def main() -> None:
     parser.add_argument("--chunk", type=int, default=500, help="commands per put_many transaction")
     parser.add_argument(
         "--contrast", type=int, default=15_000, help="facts without the fix (0: skip)"
+    )
+    parser.add_argument(
+        "--puts", type=int, default=2_000, help="single puts per mode for the cost (0: skip)"
     )
     parser.add_argument("--no-analyze", action="store_true", help="leave the new tables unanalysed")
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
@@ -191,6 +242,10 @@ def main() -> None:
         f"last/first {ratio:.2f} -> {'PASS' if passed else 'FAIL'} (>= 0.80)"
     )
     print(f"  CPU per fact (client + server), last/first: {costs[-1] / costs[1]:.2f}")
+    if args.puts:
+        print(f"\nsingle puts on the grown database, {args.puts:,} per mode ({load()} before)")
+        put_cost(args.url, args.puts, args.facts)
+        print(f"  ({load()} after)")
     if args.contrast:
         small = max(args.block // 4, 1)
         print(f"\nwithout it, {args.contrast:,} facts ({load()} before)")
