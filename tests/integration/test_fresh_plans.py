@@ -11,11 +11,12 @@ whole table.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, make_url, text
 
 import pipeline
 from pipeline.db import replan
@@ -46,19 +47,53 @@ def command(number: int) -> dict[str, str]:
 
 
 @pytest.fixture
-def grown_store(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
-    empty_database(postgres_url)
+def fresh_url(postgres_url: str) -> Iterator[str]:
+    """A new database next to the test database, migrated: no statistics from earlier tests
+    (TRUNCATE and an ANALYZE of empty tables keep the column statistics of earlier rows)."""
+    url = make_url(postgres_url)
+    fresh = url.set(database=f"{url.database}_fresh_plans")
+    admin = create_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{fresh.database}"'))
+        connection.execute(text(f'CREATE DATABASE "{fresh.database}"'))
+    rendered = fresh.render_as_string(hide_password=False)
+    store = Store(Settings(database_url=rendered))
+    store.upgrade()
+    store.dispose()
+    yield rendered
+    with admin.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{fresh.database}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture
+def grown_store(fresh_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
     monkeypatch.setattr(replan, "CHECK_SECONDS", 0.0)  # check at every checkout
-    store = Store(Settings(database_url=postgres_url))
+    store = Store(Settings(database_url=fresh_url))
     store.analyze()  # empty tables, analysed: the planner trusts that they are empty
     for number in range(30):  # prepared, planned 5 times, then one generic plan each
         pipeline.put(store, command(number))
     outcomes = pipeline.put_many(store, (command(n) for n in range(30, 600)), chunk=200)
     assert all(isinstance(outcome, pipeline.PutResult) for outcome in outcomes)
+    counted(store, "claims", 600)
     for number in range(600, 630):  # prepared and planned again, if they were dropped
         pipeline.put(store, command(number))
     yield store
     store.dispose()
+
+
+def counted(store: Store, table: str, rows: int) -> None:
+    """Wait (at most 10 s) until the statistics count `rows` live rows in `table`: a backend
+    reports its writes within a second or two."""
+    deadline = time.monotonic() + 10
+    with store.reading() as connection:
+        while True:
+            live = connection.execute(
+                text("SELECT pg_stat_get_live_tuples(CAST(:table AS regclass))"), {"table": table}
+            ).scalar_one()
+            if live >= rows or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
 
 
 def generic_plans(store: Store) -> dict[str, str]:
