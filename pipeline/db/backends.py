@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from sqlalchemy import Connection, Engine, Insert, Table, create_engine, event, make_url, text
 from sqlalchemy.exc import DBAPIError
 
+from pipeline.db import replan
 from pipeline.errors import InvalidInput
 from pipeline.settings import Settings
 
@@ -85,9 +86,12 @@ class Postgres:
         options = f"-c lock_timeout={int(settings.lock_timeout_ms)}"
         # No pre-ping: it costs a round trip per transaction. A connection found dead is
         # invalidated by SQLAlchemy and the transaction retried by `Store.run` instead.
-        return create_engine(
+        engine = create_engine(
             url, pool_size=5, max_overflow=5, pool_recycle=1800, connect_args={"options": options}
         )
+        # Prepared statements are planned again when a table has outgrown their plans.
+        event.listen(engine, "checkout", replan.on_checkout)
+        return engine
 
     def lock(
         self, connection: Connection, names: Sequence[LockName], shared: Sequence[LockName]

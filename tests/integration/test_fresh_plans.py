@@ -1,0 +1,153 @@
+"""A long-lived connection on a new database re-plans its prepared statements as the ledger
+grows, so the slot reads and the idempotency lookup move to their indexes
+(`pipeline.db.replan`).
+
+The tables are analysed while empty, then one Store writes facts one at a time (psycopg
+prepares the statements, PostgreSQL settles on generic plans for empty tables: sequential
+scans), then grows the ledger to 630 facts. The generic plan each statement now
+has on that connection must read an index; without the re-planning check it still scans the
+whole table.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+
+import pytest
+from sqlalchemy import create_engine, make_url, text
+
+import pipeline
+from pipeline.db import replan
+from pipeline.db.store import Store
+from pipeline.settings import Settings
+from tests.conftest import empty_database
+
+pytestmark = pytest.mark.postgres
+
+# A marker of each hot statement's SQL text in pg_prepared_statements.
+HOT_STATEMENTS = {
+    "claims of a slot": "FROM claims WHERE",
+    "current facts of a slot": "FROM facts WHERE",
+    "idempotency lookup": "FROM idempotency_keys WHERE",
+}
+
+
+def command(number: int) -> dict[str, str]:
+    return {
+        "tenant_id": f"t{number % 7}",
+        "subject": f"person-{number}",
+        "attribute": "home_city",
+        "value": f"City {number}",
+        "valid_from": "2026-01-01T00:00:00Z",
+        "source_episode_id": f"ep-{number}",
+        "idempotency_key": f"key-{number}",
+    }
+
+
+@pytest.fixture
+def fresh_url(postgres_url: str) -> Iterator[str]:
+    """A new database next to the test database, migrated: no statistics from earlier tests
+    (TRUNCATE and an ANALYZE of empty tables keep the column statistics of earlier rows)."""
+    url = make_url(postgres_url)
+    fresh = url.set(database=f"{url.database}_fresh_plans")
+    admin = create_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{fresh.database}"'))
+        connection.execute(text(f'CREATE DATABASE "{fresh.database}"'))
+    rendered = fresh.render_as_string(hide_password=False)
+    store = Store(Settings(database_url=rendered))
+    store.upgrade()
+    store.dispose()
+    yield rendered
+    with admin.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{fresh.database}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture
+def grown_store(fresh_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
+    monkeypatch.setattr(replan, "CHECK_SECONDS", 0.0)  # check at every checkout
+    store = Store(Settings(database_url=fresh_url))
+    store.analyze()  # empty tables, analysed: the planner trusts that they are empty
+    for number in range(30):  # prepared, planned 5 times, then one generic plan each
+        pipeline.put(store, command(number))
+    outcomes = pipeline.put_many(store, (command(n) for n in range(30, 600)), chunk=200)
+    assert all(isinstance(outcome, pipeline.PutResult) for outcome in outcomes)
+    counted(store, "claims", 600)
+    for number in range(600, 630):  # prepared and planned again, if they were dropped
+        pipeline.put(store, command(number))
+    yield store
+    store.dispose()
+
+
+def counted(store: Store, table: str, rows: int) -> None:
+    """Wait (at most 10 s) until the statistics count `rows` live rows in `table`: a backend
+    reports its writes within a second or two."""
+    deadline = time.monotonic() + 10
+    with store.reading() as connection:
+        while True:
+            live = connection.execute(
+                text("SELECT pg_stat_get_live_tuples(CAST(:table AS regclass))"), {"table": table}
+            ).scalar_one()
+            if live >= rows or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+
+
+def generic_plans(store: Store) -> dict[str, str]:
+    """The generic plan of each hot prepared statement on the store's pooled connections
+    (taken out of the pool all at once, so that each is inspected)."""
+    plans = {}
+    with ExitStack() as stack:
+        pooled = [
+            stack.enter_context(store.engine.connect())
+            for _ in range(store.engine.pool.checkedin())
+        ]
+        for connection in pooled:
+            raw = connection.connection.dbapi_connection
+            assert raw is not None
+            prepared = raw.execute(
+                "SELECT name, statement, cardinality(parameter_types) FROM pg_prepared_statements"
+            ).fetchall()
+            raw.execute("SET plan_cache_mode = force_generic_plan")  # the cached plan if any
+            for label, marker in HOT_STATEMENTS.items():
+                for name, sql, count in prepared:
+                    if marker in " ".join(sql.split()):
+                        nulls = ", ".join(["NULL"] * count)
+                        rows = raw.execute(f"EXPLAIN EXECUTE {name}({nulls})").fetchall()
+                        plans[f"{label} ({name})"] = "\n".join(row[0] for row in rows)
+            raw.execute("RESET plan_cache_mode")
+            connection.rollback()
+    for label in HOT_STATEMENTS:
+        assert any(key.startswith(label) for key in plans), f"the {label} was not prepared"
+    return plans
+
+
+def test_the_hot_statements_read_indexes_once_the_ledger_has_grown(grown_store: Store) -> None:
+    with grown_store.reading() as connection:
+        count = connection.execute(text("SELECT count(*) FROM claims")).scalar_one()
+    assert count == 630
+    plans = generic_plans(grown_store)
+    scans = {label: plan for label, plan in plans.items() if "Seq Scan" in plan}
+    assert not scans, f"statements still planned for empty tables: {scans}"
+    assert all("Index" in plan for plan in plans.values()), plans
+
+
+def test_a_connection_the_server_closed_is_replaced_at_the_size_check(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    empty_database(postgres_url)
+    monkeypatch.setattr(replan, "CHECK_SECONDS", 0.0)
+    store = Store(Settings(database_url=postgres_url))
+    try:
+        with store.reading() as connection:
+            backend = connection.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        outside = create_engine(postgres_url)  # not the store's pool: it would hand back `backend`
+        with outside.begin() as other:
+            other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": backend})
+        outside.dispose()
+        assert pipeline.put(store, command(1)).fact.value == "City 1"
+    finally:
+        store.dispose()
