@@ -16,9 +16,8 @@ from functools import partial
 from itertools import islice
 from typing import Any
 
-from sqlalchemy import bindparam, select, tuple_
-
 from pipeline.db import inserts
+from pipeline.db.keyed import KeyedQuery
 from pipeline.db.models import IdempotencyRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
@@ -93,9 +92,7 @@ def _parsed(command: Command) -> PutFact | InvalidInput:
 # on beside it); above, each subject.
 _KEY_LOCKS_UP_TO = 16
 
-_KEYS_USED = select(IdempotencyRow).where(
-    tuple_(IdempotencyRow.tenant_id, IdempotencyRow.key).in_(bindparam("keys", expanding=True))
-)
+_KEYS_USED = KeyedQuery.of(IdempotencyRow, ("tenant_id", "key"))
 
 
 class _Batch:
@@ -118,7 +115,7 @@ class _Batch:
         # Keys used before, and by commands of this batch as it goes: column values by key.
         self.used: dict[tuple[str, str], dict[str, Any]] = {}
         if keyed:
-            for row in unit.session.scalars(_KEYS_USED, {"keys": keyed}):
+            for row in _KEYS_USED.rows(unit.session, keyed):
                 self.used[(row.tenant_id, row.key)] = {
                     "command_hash": row.command_hash,
                     "shape_hash": row.shape_hash,

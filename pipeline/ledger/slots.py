@@ -12,11 +12,11 @@ from dataclasses import dataclass, fields
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import String, bindparam, func, select, true, tuple_
-from sqlalchemy.dialects.postgresql import ARRAY
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy import bindparam
+from sqlalchemy.orm import Session
 
 from pipeline.db.backends import LockName
+from pipeline.db.keyed import KeyedQuery
 from pipeline.db.models import ClaimRow, FactRow
 from pipeline.db.unit import Unit
 from schemas.commands import PutFact
@@ -88,56 +88,26 @@ def load_slot(session: Session, key: SlotKey) -> SlotState:
 _KEY_FIELDS = SLOT_FIELDS[:-1]  # a key: its slot without the slot
 
 
-def _keys_as_rows() -> Any:
-    """The keys as a table, from one array per field (PostgreSQL): a join with it uses the
-    slot index once per key, where a long `IN` list of tuples makes the planner slow."""
-    arrays = [bindparam(name, type_=ARRAY(String)) for name in _KEY_FIELDS]
-    return func.unnest(*arrays).table_valued(*_KEY_FIELDS).render_derived(name="batch_keys")
-
-
-def _slot_queries(table: type[ClaimRow] | type[FactRow], *where: Any) -> tuple[Any, Any]:
-    """The rows of `table` in the slots of the bound keys: per key (PostgreSQL), or with `IN`
-    (SQLite, which has no arrays)."""
-    keys = _keys_as_rows()
-    # OFFSET 0 keeps the per-key subquery whole, so it stays an index scan per key even while
-    # the table's statistics are stale or absent (a new database, autovacuum behind).
-    per_key = (
-        select(table)
-        .where(*(getattr(table, name) == keys.c[name] for name in _KEY_FIELDS))
-        .where(table.forgotten_at.is_(None), *where)
-        .offset(0)
-        .lateral("slot_rows")
-    )
-    joined = select(aliased(table, per_key)).select_from(keys).join(per_key, true())
-    columns = tuple_(*(getattr(table, name) for name in _KEY_FIELDS))
-    listed = select(table).where(
-        columns.in_(bindparam("keys", expanding=True)), table.forgotten_at.is_(None), *where
-    )
-    return joined, listed
-
-
 # Rows read earlier in the session may have been closed since: populate_existing.
-_CLAIMS_OF_KEYS = _slot_queries(ClaimRow, ClaimRow.quarantined.is_(False))
-_CURRENT_OF_KEYS = tuple(
-    query.execution_options(populate_existing=True)
-    for query in _slot_queries(FactRow, FactRow.superseded_at.is_(None))
+_CLAIMS_OF_KEYS = KeyedQuery.of(
+    ClaimRow, _KEY_FIELDS, ClaimRow.forgotten_at.is_(None), ClaimRow.quarantined.is_(False)
 )
+_CURRENT_OF_KEYS = KeyedQuery.of(
+    FactRow, _KEY_FIELDS, FactRow.forgotten_at.is_(None), FactRow.superseded_at.is_(None)
+).options(populate_existing=True)
 
 
 def load_slots(session: Session, keys: Collection[SlotKey]) -> dict[SlotKey, SlotState]:
     """The state of every slot of `keys` (their `slot` is ignored: a key's slots are read
     whole), in one statement per table. A slot with nothing stored is absent."""
-    if session.get_bind().dialect.name == "postgresql":
-        index, bound = 0, {name: [getattr(key, name) for key in keys] for name in _KEY_FIELDS}
-    else:
-        index, bound = 1, {"keys": [tuple(getattr(k, name) for name in _KEY_FIELDS) for k in keys]}
+    bound = [tuple(getattr(key, name) for name in _KEY_FIELDS) for key in keys]
     states: dict[SlotKey, SlotState] = {}
 
     def state_of(row: ClaimRow | FactRow) -> SlotState:
         return states.setdefault(SlotKey.of(row), SlotState({}, {}))
 
-    for claim in session.scalars(_CLAIMS_OF_KEYS[index], bound):
+    for claim in _CLAIMS_OF_KEYS.rows(session, bound):
         state_of(claim).claims[claim.claim_id] = claim
-    for fact in session.scalars(_CURRENT_OF_KEYS[index], bound):
+    for fact in _CURRENT_OF_KEYS.rows(session, bound):
         state_of(fact).current[fact.fact_id] = fact
     return states
