@@ -2,7 +2,8 @@
 
 Write throughput compares `pipeline.put` with a plain parameterised INSERT (psycopg, one row per
 transaction, into the real `facts` table) in the same run, sequentially and with concurrent
-writer processes. Read latency loads N facts by COPY, then times `pipeline.get` (current,
+writer processes; then `pipeline.put_many` of 1,000 commands per transaction with the same rows
+by executemany, and `sgam import` of a 100,000-line file end to end. Read latency loads N facts by COPY, then times `pipeline.get` (current,
 `at=`, `known_at=`) against a hand-written SELECT of the same rows over psycopg.
 
     .venv/bin/python bench/ledger.py            # full run: 1,000,000 facts, 3,000 puts
