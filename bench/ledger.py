@@ -3,8 +3,9 @@
 Write throughput compares `pipeline.put` with a plain parameterised INSERT (psycopg, one row per
 transaction, into the real `facts` table) in the same run, sequentially and with concurrent
 writer processes; then `pipeline.put_many` of 1,000 commands per transaction with the same rows
-by executemany, and `sgam import` of a 100,000-line file end to end. Read latency loads N facts by COPY, then times `pipeline.get` (current,
-`at=`, `known_at=`) against a hand-written SELECT of the same rows over psycopg.
+by executemany, and `sgam import` of a 100,000-line file end to end. Read latency loads N facts
+by COPY, then times `pipeline.get` (current, `at=`, `known_at=`) against a hand-written SELECT
+of the same rows over psycopg.
 
     .venv/bin/python bench/ledger.py            # full run: 1,000,000 facts, 3,000 puts
     .venv/bin/python bench/ledger.py --quick    # a smoke run of about a minute
@@ -1002,6 +1003,19 @@ def report_reads(url: str, catalog: Catalog, args: argparse.Namespace) -> dict[s
     return reads.cpu_ms
 
 
+def _write_tests(
+    url: str, args: argparse.Namespace, cpu_ms: dict[str, dict[str, float]], *, batch: int
+) -> Iterator[tuple[str, int, WriteResult]]:
+    """Each write test in turn (new keys, then supersessions; 1 writer, then --writers), as
+    (label, writers, result); the client CPU of the 1-writer runs goes into `cpu_ms`."""
+    for scenario in ("distinct", "supersede"):
+        for writers in sorted({1, args.writers}):
+            result = run_writes(url, scenario, writers, args, batch=batch)
+            if writers == 1:
+                cpu_ms[scenario] = result.cpu_ms
+            yield ("new keys" if scenario == "distinct" else "supersede"), writers, result
+
+
 def report_writes(url: str, args: argparse.Namespace) -> dict[str, dict[str, float]]:
     """Run every write test and print the table; return the sequential client CPU ms per write
     by scenario and mode."""
@@ -1013,25 +1027,21 @@ def report_writes(url: str, args: argparse.Namespace) -> dict[str, dict[str, flo
     rows = []
     baseline: dict[int, float] = {}
     cpu_ms: dict[str, dict[str, float]] = {}
-    for scenario in ("distinct", "supersede"):
-        for writers in sorted({1, args.writers}):
-            result = run_writes(url, scenario, writers, args)
-            if writers == 1:
-                cpu_ms[scenario] = result.cpu_ms
-            plain, putr = result.rates["plain"], result.rates["put"]
-            baseline.setdefault(writers, plain)  # the new-key INSERT rate
-            rows.append(
-                [
-                    "new keys" if scenario == "distinct" else "supersede",
-                    str(writers),
-                    f"{plain:,.0f}",
-                    f"{putr:,.0f}",
-                    f"{putr / plain:.2f}x",
-                    f"{putr / baseline[writers]:.2f}x",
-                    f"{1000 * writers / putr:.2f}",
-                    "ok" if putr / plain >= PUT_TARGET else "MISSED",
-                ]
-            )
+    for label, writers, result in _write_tests(url, args, cpu_ms, batch=1):
+        plain, putr = result.rates["plain"], result.rates["put"]
+        baseline.setdefault(writers, plain)  # the new-key INSERT rate
+        rows.append(
+            [
+                label,
+                str(writers),
+                f"{plain:,.0f}",
+                f"{putr:,.0f}",
+                f"{putr / plain:.2f}x",
+                f"{putr / baseline[writers]:.2f}x",
+                f"{1000 * writers / putr:.2f}",
+                "ok" if putr / plain >= PUT_TARGET else "MISSED",
+            ]
+        )
     headers = ["writes", "writers", "plain/s", "put/s", "put/plain", "put/INSERT", "ms/put"]
     print_table([*headers, f">={PUT_TARGET:g}x"], rows)
     print(f"({machine_load()} after)")
@@ -1048,24 +1058,20 @@ def report_batches(url: str, args: argparse.Namespace) -> dict[str, dict[str, fl
     print(f"({machine_load()} before)")
     rows = []
     cpu_ms: dict[str, dict[str, float]] = {}
-    for scenario in ("distinct", "supersede"):
-        for writers in sorted({1, args.writers}):
-            result = run_writes(url, scenario, writers, args, batch=args.batch)
-            if writers == 1:
-                cpu_ms[scenario] = result.cpu_ms
-            plain, putr = result.rates["plain"], result.rates["put"]
-            rows.append(
-                [
-                    "new keys" if scenario == "distinct" else "supersede",
-                    str(writers),
-                    f"{plain:,.0f}",
-                    f"{putr:,.0f}",
-                    f"{putr / plain:.2f}x",
-                    f"{1000 * writers / putr:.3f}",
-                    "ok" if putr / plain >= PUT_TARGET else "MISSED",
-                    "-" if writers > 1 else "ok" if putr >= BATCH_RATE_TARGET else "MISSED",
-                ]
-            )
+    for label, writers, result in _write_tests(url, args, cpu_ms, batch=args.batch):
+        plain, putr = result.rates["plain"], result.rates["put"]
+        rows.append(
+            [
+                label,
+                str(writers),
+                f"{plain:,.0f}",
+                f"{putr:,.0f}",
+                f"{putr / plain:.2f}x",
+                f"{1000 * writers / putr:.3f}",
+                "ok" if putr / plain >= PUT_TARGET else "MISSED",
+                "-" if writers > 1 else "ok" if putr >= BATCH_RATE_TARGET else "MISSED",
+            ]
+        )
     headers = ["writes", "writers", "plain/s", "put_many/s", "put_many/plain", "ms/fact"]
     print_table([*headers, f">={PUT_TARGET:g}x", f">={BATCH_RATE_TARGET:,}/s"], rows)
     print(f"({machine_load()} after)")
