@@ -35,13 +35,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-# Run as a script, this folder would come first on sys.path.
+# Run as a script, this folder comes first on sys.path; `bench.pipeline_flow` needs the root.
 sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 import redis  # noqa: E402
 
 import pipeline  # noqa: E402
-from bench.pipeline import fresh_database, percentile  # noqa: E402
+from bench.pipeline_flow import fresh_database, percentile  # noqa: E402
 from pipeline.db.store import Store, open_store  # noqa: E402
 from pipeline.settings import Settings  # noqa: E402
 

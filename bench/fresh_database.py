@@ -21,19 +21,15 @@ import os
 import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-# bench/pipeline.py would shadow the package it measures: the repository comes first instead.
-sys.path[0] = str(Path(__file__).resolve().parents[1])
+import psycopg
+from sqlalchemy import event, make_url
 
-import psycopg  # noqa: E402
-from sqlalchemy import event, make_url  # noqa: E402
-
-import pipeline  # noqa: E402
-from pipeline.db import replan  # noqa: E402
-from pipeline.db.store import Store  # noqa: E402
-from pipeline.settings import Settings  # noqa: E402
+import pipeline
+from pipeline.db import replan
+from pipeline.db.store import Store
+from pipeline.settings import Settings
 
 LEDGER = ("claims", "facts", "events", "idempotency_keys")
 TENANTS = 50

@@ -69,13 +69,22 @@ class Backend(Protocol):
         """Rewrite `tables` so that no erased or dead row version is left in the files."""
 
 
-_LOCK_ALL = text(
+# Shared locks first, then exclusive ones, each in the order given (unnest keeps it; the
+# lateral join runs after the first), in one statement of the driver's own placeholders.
+LOCK_ALL_SQL = (
     "SELECT first.held + second.held FROM "
     "(SELECT count(pg_advisory_xact_lock_shared(hashtextextended(name, 0))) AS held "
-    " FROM unnest(CAST(:shared AS text[])) AS name) AS first, "
+    " FROM unnest(%(shared)s::text[]) AS name) AS first, "
     "LATERAL (SELECT count(pg_advisory_xact_lock(hashtextextended(name, 0))) AS held "
-    " FROM unnest(CAST(:names AS text[])) AS name WHERE first.held >= 0) AS second"
+    " FROM unnest(%(names)s::text[]) AS name WHERE first.held >= 0) AS second"
 )
+
+
+def lock_params(names: Sequence[LockName], shared: Sequence[LockName]) -> dict[str, list[str]]:
+    return {
+        "shared": ["\x1f".join(name) for name in shared],
+        "names": ["\x1f".join(name) for name in names],
+    }
 
 
 class Postgres:
@@ -96,17 +105,9 @@ class Postgres:
     def lock(
         self, connection: Connection, names: Sequence[LockName], shared: Sequence[LockName]
     ) -> None:
-        # One round trip for all of them: first the shared ones, then the exclusive ones,
-        # each in the order given (unnest keeps it; the lateral join runs after the first).
-        if not names and not shared:
-            return
-        connection.execute(
-            _LOCK_ALL,
-            {
-                "shared": ["\x1f".join(name) for name in shared],
-                "names": ["\x1f".join(name) for name in names],
-            },
-        )
+        # One round trip for all of them.
+        if names or shared:
+            connection.exec_driver_sql(LOCK_ALL_SQL, lock_params(names, shared))
 
     def failure(self, error: DBAPIError) -> Failure | None:
         import psycopg  # the driver is loaded already when a Postgres error exists

@@ -17,15 +17,15 @@ from itertools import islice
 from typing import Any
 
 from pipeline.db import inserts
-from pipeline.db.keyed import KeyedQuery
 from pipeline.db.models import IdempotencyRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.errors import ConflictError, IdempotencyConflict, InvalidInput
+from pipeline.ledger.batch_reads import Locks, lock_and_read
 from pipeline.ledger.idempotency import Fingerprint, check_repeat, key_row
 from pipeline.ledger.pending import PendingWrites
 from pipeline.ledger.results import PutResult, settled
-from pipeline.ledger.slots import SlotKey, SlotState, load_slots, subject_lock_name
+from pipeline.ledger.slots import SlotKey, subject_lock_name
 from pipeline.ledger.write import judge_and_store, resolve
 from pipeline.validation import parse
 from schemas.commands import PutFact
@@ -92,8 +92,6 @@ def _parsed(command: Command) -> PutFact | InvalidInput:
 # on beside it); above, each subject.
 _KEY_LOCKS_UP_TO = 16
 
-_KEYS_USED = KeyedQuery.of(IdempotencyRow, ("tenant_id", "key"))
-
 
 class _Batch:
     """The state a batch decides from, read once under its locks, and what it has queued."""
@@ -101,27 +99,18 @@ class _Batch:
     def __init__(self, unit: Unit, commands: list[PutFact]) -> None:
         self.unit = unit
         keyed = sorted({(c.tenant_id, c.idempotency_key) for c in commands if c.idempotency_key})
-        if keyed:
-            unit.lock(*(("idempotency", tenant, key) for tenant, key in keyed))
         keys = {SlotKey.of(command) for command in commands}
         subjects = [subject_lock_name(*s) for s in sorted({(k.tenant_id, k.subject) for k in keys})]
+        idempotency = [("idempotency", tenant, key) for tenant, key in keyed]
         if len(keys) <= _KEY_LOCKS_UP_TO:
-            unit.lock(*sorted(key.lock_name() for key in keys), shared=subjects)
+            locks = Locks(idempotency, sorted(key.lock_name() for key in keys), subjects)
         else:
             # Each lock takes a slot of the server's shared lock table (on PostgreSQL
             # max_locks_per_transaction x max_connections): a large batch holds its subjects
             # whole instead of a lock per key and one per subject.
-            unit.lock(*subjects)
+            locks = Locks(idempotency, subjects, ())
         # Keys used before, and by commands of this batch as it goes: column values by key.
-        self.used: dict[tuple[str, str], dict[str, Any]] = {}
-        if keyed:
-            for row in _KEYS_USED.rows(unit.session, keyed):
-                self.used[(row.tenant_id, row.key)] = {
-                    "command_hash": row.command_hash,
-                    "shape_hash": row.shape_hash,
-                    "result": row.result,
-                }
-        self.slots: dict[SlotKey, SlotState] = load_slots(unit.session, keys)
+        self.used, self.slots = lock_and_read(unit, locks, keyed, keys)
         self.pending = PendingWrites(unit.session)
 
     def write(self, command: PutFact) -> PutOutcome:

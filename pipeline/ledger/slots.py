@@ -22,7 +22,7 @@ from pipeline.db.unit import Unit
 from schemas.commands import PutFact
 from schemas.facts import ClaimRecord
 
-AnyClaim = ClaimRow | ClaimRecord
+AnyClaim = ClaimRow | ClaimRecord | SimpleNamespace  # as read, as written, or as read in a batch
 # A current fact version: as read, or as queued by the batch that wrote it (its columns as
 # attributes; building an ORM object per queued version would cost more than deciding it).
 AnyVersion = FactRow | SimpleNamespace

@@ -3,10 +3,11 @@ grows, so the slot reads and the idempotency lookup move to their indexes
 (`pipeline.db.replan`).
 
 The tables are analysed while empty, then one Store writes facts one at a time (psycopg
-prepares the statements, PostgreSQL settles on generic plans for empty tables: sequential
-scans), then grows the ledger to 630 facts. The generic plan each statement now
-has on that connection must read an index; without the re-planning check it still scans the
-whole table.
+prepares the statements, PostgreSQL settles on generic plans for empty tables), then grows the
+ledger to 630 facts. The generic plan each hot statement now has on that connection must read
+an index. The write path's reads are fenced per key (`OFFSET 0`) and keep their index scans
+even without the re-planning check; the plain slot read of another stage is the statement the
+check exists for. The check's rule itself is tested in tests/unit/test_replan.py.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 
 import pytest
-from sqlalchemy import create_engine, make_url, text
+from sqlalchemy import create_engine, make_url, select, text
 
 import pipeline
 from pipeline.db import replan
+from pipeline.db.models import FactRow
 from pipeline.db.store import Store
+from pipeline.ledger.slots import in_slot
 from pipeline.settings import Settings
 from tests.conftest import empty_database
 
@@ -28,10 +31,14 @@ pytestmark = pytest.mark.postgres
 
 # A marker of each hot statement's SQL text in pg_prepared_statements.
 HOT_STATEMENTS = {
-    "claims of a slot": "FROM claims WHERE",
-    "current facts of a slot": "FROM facts WHERE",
-    "idempotency lookup": "FROM idempotency_keys WHERE",
+    "claims of a slot": "FROM claims AS t WHERE",
+    "current facts of a slot": "FROM facts AS t WHERE",
+    "idempotency lookup": "FROM idempotency_keys AS t WHERE",
+    # The write path's reads are fenced per key and keep their index scans whatever the
+    # statistics say; a plain statement of another stage is what the check re-plans.
+    "slot read of another stage": "SELECT facts.fact_id FROM facts WHERE",
 }
+_SLOT_VERSIONS = select(FactRow.fact_id).where(*in_slot(FactRow), FactRow.superseded_at.is_(None))
 
 
 def command(number: int) -> dict[str, str]:
@@ -73,13 +80,23 @@ def grown_store(fresh_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Sto
     store.analyze()  # empty tables, analysed: the planner trusts that they are empty
     for number in range(30):  # prepared, planned 5 times, then one generic plan each
         pipeline.put(store, command(number))
+        _read_slot(store, command(number))
     outcomes = pipeline.put_many(store, (command(n) for n in range(30, 600)), chunk=200)
     assert all(isinstance(outcome, pipeline.PutResult) for outcome in outcomes)
     counted(store, "claims", 600)
     for number in range(600, 630):  # prepared and planned again, if they were dropped
         pipeline.put(store, command(number))
+        _read_slot(store, command(number))
     yield store
     store.dispose()
+
+
+def _read_slot(store: Store, written: dict[str, str]) -> None:
+    key = {name: written[name] for name in ("tenant_id", "subject", "attribute")}
+    with store.begin() as unit:
+        unit.session.execute(
+            _SLOT_VERSIONS, key | {"agent_id": "default", "purpose": "default", "slot": ""}
+        )
 
 
 def counted(store: Store, table: str, rows: int) -> None:
