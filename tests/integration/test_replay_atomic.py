@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, func, make_url, select, text
+from sqlalchemy import create_engine, func, inspect, make_url, select, text
 
 import pipeline
 from pipeline.db.models import ClaimRow, EventRow, FactRow
@@ -21,17 +21,18 @@ from pipeline.settings import Settings
 
 SGAM = os.path.join(os.path.dirname(sys.executable), "sgam")
 CITIES = ["Berlin", "Paris", "Rome", "Oslo", "Lima"]
+EVENTS = 6000  # a replay of about 4 s on SQLite: time to kill it in the middle
 
 
 @pytest.fixture(scope="module")
 def source_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A ledger with a few thousand events, big enough that its replay takes seconds."""
+    """A ledger with thousands of events, big enough that its replay takes seconds."""
     url = f"sqlite:///{tmp_path_factory.mktemp('source') / 'source.sqlite3'}"
     store = open_store(Settings(database_url=url))
     try:
-        for n in range(1500):
-            pipeline.put(
-                store,
+        outcomes = pipeline.put_many(
+            store,
+            (
                 {
                     "tenant_id": "acme",
                     "subject": f"s{n % 300}",
@@ -39,8 +40,11 @@ def source_url(tmp_path_factory: pytest.TempPathFactory) -> str:
                     "value": CITIES[n % 5],
                     "valid_from": f"2026-{n % 12 + 1:02d}-01T00:00:00Z",
                     "source_episode_id": f"e{n}",
-                },
-            )
+                }
+                for n in range(EVENTS)
+            ),
+        )
+        assert all(isinstance(outcome, pipeline.PutResult) for outcome in outcomes)
     finally:
         store.dispose()
     return url
@@ -80,6 +84,21 @@ def empty_target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
     admin.dispose()
 
 
+def _wait_for_schema(url: str) -> None:
+    """Until replay has migrated the target (at most 60 s)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        engine = create_engine(url)
+        try:
+            with engine.connect() as connection:
+                if "alembic_version" in inspect(connection).get_table_names():
+                    return
+        finally:
+            engine.dispose()
+        time.sleep(0.05)
+    pytest.fail("replay did not migrate the target within a minute")
+
+
 def _replay(source_url: str, target_url: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [SGAM, "replay", "--to", target_url],
@@ -94,7 +113,8 @@ def test_a_killed_replay_leaves_an_empty_target_and_a_second_one_completes(
 ) -> None:
     total = _counts(source_url)
     running = _replay(source_url, empty_target)
-    time.sleep(2.0)  # well into the events: the schema is migrated in well under a second
+    _wait_for_schema(empty_target)  # migrated (and committed): the events come next
+    time.sleep(1.0)  # well into the events, which take seconds
     still_running = running.poll() is None
     running.send_signal(signal.SIGKILL)
     running.communicate()
