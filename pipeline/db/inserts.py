@@ -48,8 +48,8 @@ def insert_rows(session: Session, table: type[Base], rows: Rows) -> None:
 
 
 def _insert(session: Session, queued: list[tuple[type[Base], Rows]]) -> None:
-    # One multi-row INSERT per table, rows in queue order: the order of the CTEs themselves is
-    # up to Postgres, the order of rows within one INSERT (and so of event ids) is not.
+    # Each table's rows in queue order: the order of the CTEs themselves is up to Postgres,
+    # the order of rows within one INSERT or COPY (and so of event ids) is not.
     by_table: dict[type[Base], Rows] = {}
     for table, rows in queued:
         by_table.setdefault(table, []).extend(rows)
@@ -109,14 +109,10 @@ def _binders(table: type[Base], dialect: Dialect) -> dict[str, Callable[[Any], A
         if isinstance(kind, JsonColumn):
             binders[column.name] = Jsonb
         elif isinstance(kind, TypeDecorator):
-            binders[column.name] = partial(_decorated, kind, dialect)
+            binders[column.name] = partial(kind.process_bind_param, dialect=dialect)
         else:
             binders[column.name] = None
     return binders
-
-
-def _decorated(kind: TypeDecorator[Any], dialect: Dialect, value: Any) -> Any:
-    return kind.process_bind_param(value, dialect)
 
 
 @cache

@@ -8,10 +8,10 @@ the table whole); SQLite, which has no arrays, gets the `IN` list.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sqlalchemy import Select, String, bindparam, func, select, true, tuple_
+from sqlalchemy import Dialect, Select, String, bindparam, func, select, true, tuple_
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session, aliased
 
@@ -22,9 +22,12 @@ from pipeline.db.base import Base
 class KeyedQuery:
     """The rows of `table` whose `fields` equal one of the bound keys (and `where`)."""
 
+    table: type[Base]
     fields: tuple[str, ...]
+    where: tuple[Any, ...]
     per_key: Select[Any]
     listed: Select[Any]
+    _driver_sql: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, table: type[Base], fields: Sequence[str], *where: Any) -> KeyedQuery:
@@ -41,14 +44,33 @@ class KeyedQuery:
         per_key = select(aliased(table, rows)).select_from(keys).join(rows, true())
         columns = tuple_(*(getattr(table, name) for name in fields))
         listed = select(table).where(columns.in_(bindparam("keys", expanding=True)), *where)
-        return cls(tuple(fields), per_key, listed)
+        return cls(table, tuple(fields), where, per_key, listed)
 
     def options(self, **options: Any) -> KeyedQuery:
-        return KeyedQuery(
-            self.fields,
-            self.per_key.execution_options(**options),
-            self.listed.execution_options(**options),
+        return replace(
+            self,
+            per_key=self.per_key.execution_options(**options),
+            listed=self.listed.execution_options(**options),
+            _driver_sql={},
         )
+
+    def driver_sql(self, dialect: Dialect) -> str:
+        """The per-key query as plain SQL in the driver's placeholders (one `%(field)s` array
+        per field), for a caller that sends it itself: short enough for psycopg to prepare,
+        where SQLAlchemy's rendering names every column twice."""
+        cached = self._driver_sql.get(dialect.name)
+        if cached is None:
+            name = self.table.__tablename__
+            arrays = ", ".join(f"%({field})s::text[]" for field in self.fields)
+            match = " AND ".join(f"{name}.{field} = k.{field}" for field in self.fields)
+            where = "".join(
+                f" AND {condition.compile(dialect=dialect)}" for condition in self.where
+            )
+            cached = self._driver_sql[dialect.name] = (
+                f"SELECT r.* FROM unnest({arrays}) AS k({', '.join(self.fields)}) CROSS JOIN "
+                f"LATERAL (SELECT * FROM {name} WHERE {match}{where} OFFSET 0) AS r"
+            )
+        return cached
 
     def rows(self, session: Session, keys: Collection[tuple[Any, ...]]) -> Any:
         """The ORM rows for `keys` (tuples of the fields' values, in their order)."""

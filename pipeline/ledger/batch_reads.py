@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from types import SimpleNamespace
 from typing import Any
 
@@ -26,9 +26,15 @@ from pipeline.db.base import Base
 from pipeline.db.keyed import KeyedQuery
 from pipeline.db.models import ClaimRow, FactRow, IdempotencyRow
 from pipeline.db.unit import Unit
-from pipeline.ledger.slots import SLOT_FIELDS, SlotKey, SlotState, load_slots
+from pipeline.ledger.slots import (
+    CLAIMS_OF_KEYS,
+    CURRENT_OF_KEYS,
+    KEY_FIELDS,
+    SlotKey,
+    SlotState,
+    load_slots,
+)
 
-KEY_FIELDS = SLOT_FIELDS[:-1]  # a key: its slot without the slot
 Used = dict[tuple[str, str], dict[str, Any]]
 
 
@@ -61,22 +67,6 @@ def _used(row: Any) -> dict[str, Any]:
     return {"command_hash": row.command_hash, "shape_hash": row.shape_hash, "result": row.result}
 
 
-def _per_key(table: str, fields: Sequence[str], where: str) -> str:
-    """Rows of `table` for keys bound as one array per field, joined one key at a time (OFFSET
-    0 keeps each an index scan whatever the statistics say; see `pipeline.db.keyed`)."""
-    arrays = ", ".join(f"%({name})s::text[]" for name in fields)
-    match = " AND ".join(f"t.{name} = k.{name}" for name in fields)
-    return (
-        f"SELECT r.* FROM unnest({arrays}) AS k({', '.join(fields)}) CROSS JOIN LATERAL "
-        f"(SELECT * FROM {table} AS t WHERE {match} {where} OFFSET 0) AS r"
-    )
-
-
-_USED_SQL = _per_key("idempotency_keys", ("tenant_id", "key"), "")
-_CLAIMS_SQL = _per_key("claims", KEY_FIELDS, "AND t.forgotten_at IS NULL AND NOT t.quarantined")
-_FACTS_SQL = _per_key("facts", KEY_FIELDS, "AND t.forgotten_at IS NULL AND t.superseded_at IS NULL")
-
-
 def _pipelined(
     unit: Unit, locks: Locks, keyed: Collection[tuple[str, str]], keys: Collection[SlotKey]
 ) -> tuple[Used, dict[SlotKey, SlotState]]:
@@ -84,6 +74,7 @@ def _pipelined(
     from psycopg.rows import dict_row
 
     connection = unit.session.connection()
+    dialect = connection.dialect
     driver = connection.connection.driver_connection
     assert driver is not None, "a connection in a transaction has its driver connection"
     arrays = {name: [getattr(key, name) for key in keys] for name in KEY_FIELDS}
@@ -93,8 +84,12 @@ def _pipelined(
     statements.append((LOCK_ALL_SQL, lock_params(locks.exclusive, locks.shared)))
     if keyed:
         tenants, names = zip(*keyed, strict=True)
-        statements.append((_USED_SQL, {"tenant_id": list(tenants), "key": list(names)}))
-    statements += [(_CLAIMS_SQL, arrays), (_FACTS_SQL, arrays)]
+        used_sql = _KEYS_USED.driver_sql(dialect)
+        statements.append((used_sql, {"tenant_id": list(tenants), "key": list(names)}))
+    statements += [
+        (CLAIMS_OF_KEYS.driver_sql(dialect), arrays),
+        (CURRENT_OF_KEYS.driver_sql(dialect), arrays),
+    ]
     try:
         with driver.pipeline():
             cursors = [driver.cursor(row_factory=dict_row) for _ in statements]
@@ -111,12 +106,11 @@ def _pipelined(
             psycopg.Error,
             hide_parameters=True,
             connection_invalidated=driver.closed,
-            dialect=connection.dialect,
+            dialect=dialect,
         ) from None
     claims, facts = results[-2:]
     stored_keys = results[-3] if keyed else []
     used = {(r["tenant_id"], r["key"]): _used(SimpleNamespace(**r)) for r in stored_keys}
-    dialect = connection.dialect
     states: dict[SlotKey, SlotState] = {}
     for row in _loaded(ClaimRow, dialect, claims):
         states.setdefault(SlotKey.of(row), SlotState({}, {})).claims[row.claim_id] = row
@@ -146,18 +140,9 @@ def _converters(table: type[Base], dialect: Dialect) -> dict[str, Any]:
         kind = column.type
         # Only the decorators that convert what they load (UtcDateTime); JSON loads as is.
         if isinstance(kind, TypeDecorator) and _converts_results(kind):
-            converters[column.name] = _ResultOf(kind, dialect)
+            converters[column.name] = partial(kind.process_result_value, dialect=dialect)
     return converters
 
 
 def _converts_results(kind: TypeDecorator[Any]) -> bool:
     return type(kind).process_result_value is not TypeDecorator.process_result_value
-
-
-@dataclass(frozen=True)
-class _ResultOf:
-    kind: TypeDecorator[Any]
-    dialect: Dialect
-
-    def __call__(self, value: Any) -> Any:
-        return self.kind.process_result_value(value, self.dialect)

@@ -85,29 +85,30 @@ def load_slot(session: Session, key: SlotKey) -> SlotState:
     return load_slots(session, [key]).get(key) or SlotState({}, {})
 
 
-_KEY_FIELDS = SLOT_FIELDS[:-1]  # a key: its slot without the slot
+KEY_FIELDS = SLOT_FIELDS[:-1]  # a key: its slot without the slot
 
 
-# Rows read earlier in the session may have been closed since: populate_existing.
-_CLAIMS_OF_KEYS = KeyedQuery.of(
-    ClaimRow, _KEY_FIELDS, ClaimRow.forgotten_at.is_(None), ClaimRow.quarantined.is_(False)
+# The claims and current fact versions of a key's slots. Rows read earlier in the session may
+# have been closed since: populate_existing.
+CLAIMS_OF_KEYS = KeyedQuery.of(
+    ClaimRow, KEY_FIELDS, ClaimRow.forgotten_at.is_(None), ClaimRow.quarantined.is_(False)
 )
-_CURRENT_OF_KEYS = KeyedQuery.of(
-    FactRow, _KEY_FIELDS, FactRow.forgotten_at.is_(None), FactRow.superseded_at.is_(None)
+CURRENT_OF_KEYS = KeyedQuery.of(
+    FactRow, KEY_FIELDS, FactRow.forgotten_at.is_(None), FactRow.superseded_at.is_(None)
 ).options(populate_existing=True)
 
 
 def load_slots(session: Session, keys: Collection[SlotKey]) -> dict[SlotKey, SlotState]:
     """The state of every slot of `keys` (their `slot` is ignored: a key's slots are read
     whole), in one statement per table. A slot with nothing stored is absent."""
-    bound = [tuple(getattr(key, name) for name in _KEY_FIELDS) for key in keys]
+    bound = [tuple(getattr(key, name) for name in KEY_FIELDS) for key in keys]
     states: dict[SlotKey, SlotState] = {}
 
     def state_of(row: ClaimRow | FactRow) -> SlotState:
         return states.setdefault(SlotKey.of(row), SlotState({}, {}))
 
-    for claim in _CLAIMS_OF_KEYS.rows(session, bound):
+    for claim in CLAIMS_OF_KEYS.rows(session, bound):
         state_of(claim).claims[claim.claim_id] = claim
-    for fact in _CURRENT_OF_KEYS.rows(session, bound):
+    for fact in CURRENT_OF_KEYS.rows(session, bound):
         state_of(fact).current[fact.fact_id] = fact
     return states

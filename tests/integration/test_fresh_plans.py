@@ -31,9 +31,9 @@ pytestmark = pytest.mark.postgres
 
 # A marker of each hot statement's SQL text in pg_prepared_statements.
 HOT_STATEMENTS = {
-    "claims of a slot": "FROM claims AS t WHERE",
-    "current facts of a slot": "FROM facts AS t WHERE",
-    "idempotency lookup": "FROM idempotency_keys AS t WHERE",
+    "claims of a slot": "FROM claims WHERE claims.tenant_id = k.tenant_id",
+    "current facts of a slot": "FROM facts WHERE facts.tenant_id = k.tenant_id",
+    "idempotency lookup": "FROM idempotency_keys WHERE idempotency_keys.tenant_id = k.tenant_id",
     # The write path's reads are fenced per key and keep their index scans whatever the
     # statistics say; a plain statement of another stage is what the check re-plans.
     "slot read of another stage": "SELECT facts.fact_id FROM facts WHERE",
