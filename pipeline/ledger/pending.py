@@ -13,19 +13,12 @@ from datetime import datetime
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import bindparam, update
 from sqlalchemy.orm import Session
 
 from pipeline.db import inserts
-from pipeline.db.models import ClaimRow, FactRow, UtcDateTime
+from pipeline.db.models import ClaimRow, FactRow
 from pipeline.ledger.slots import SlotState
-from pipeline.ledger.versions import Change
-
-_CLOSE_VERSION = (
-    update(FactRow)
-    .where(FactRow.fact_id == bindparam("closed_id"), FactRow.superseded_at.is_(None))
-    .values(superseded_at=bindparam("closed_at", type_=UtcDateTime()))
-)
+from pipeline.ledger.versions import CLOSE_VERSION, Change
 
 
 class PendingWrites:
@@ -52,7 +45,7 @@ class PendingWrites:
 
     def close_replaced(self) -> None:
         if self._closes:
-            self.session.connection().execute(_CLOSE_VERSION, self._closes)
+            self.session.connection().execute(CLOSE_VERSION, self._closes)
             self._closes = []
 
     def _close(self, fact_id: str, now: datetime) -> None:

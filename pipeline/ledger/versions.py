@@ -112,21 +112,23 @@ def _column_value(value: Any) -> Any:
     return value.value if isinstance(value, Enum) else value
 
 
-_CLOSE_VERSIONS = (
+# Closes the current version of one fact: executed with one parameter set per fact.
+CLOSE_VERSION = (
     update(FactRow)
-    .where(
-        FactRow.fact_id.in_(bindparam("fact_ids", expanding=True)),
-        FactRow.superseded_at.is_(None),
-    )
-    .values(superseded_at=bindparam("now", type_=UtcDateTime()))
+    .where(FactRow.fact_id == bindparam("closed_id"), FactRow.superseded_at.is_(None))
+    .values(superseded_at=bindparam("closed_at", type_=UtcDateTime()))
 )
 
 
 def write_versions(session: Session, changes: list[Change], now: datetime) -> None:
     """Close the replaced versions, then insert their successors."""
-    closing = [change.fact_id for change in changes if change.before is not None]
+    closing = [
+        {"closed_id": change.fact_id, "closed_at": now}
+        for change in changes
+        if change.before is not None
+    ]
     if closing:
-        session.connection().execute(_CLOSE_VERSIONS, {"fact_ids": closing, "now": now})
+        session.connection().execute(CLOSE_VERSION, closing)
     inserts.insert_rows(session, FactRow, [dict(change.after) for change in changes])
 
 
