@@ -35,8 +35,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-# Run as a script, this folder comes first on sys.path; `bench.pipeline_flow` needs the root.
-sys.path[0] = str(Path(__file__).resolve().parents[1])
+# Run as a script, this folder is first on sys.path; `bench.pipeline_flow` needs the root too.
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 import redis  # noqa: E402
 

@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from scratch_databases import create_if_missing
+
 BIN = Path(sys.executable).parent
 TARGETS = {"sgam --help": 0.2, "sgam get (SQLite)": 0.45, "sgam get (PostgreSQL)": 0.45}
 
@@ -32,17 +34,6 @@ def timed(command: list[str], env: dict[str, str], runs: int) -> list[float]:
     return samples
 
 
-def _create_database(url: str) -> None:
-    """Create the benchmark's Postgres database if it does not exist yet."""
-    import psycopg
-
-    server, name = url.replace("postgresql+psycopg://", "postgresql://").rsplit("/", 1)
-    with psycopg.connect(f"{server}/postgres", autocommit=True) as connection:
-        found = connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
-        if found.fetchone() is None:
-            connection.execute(f'CREATE DATABASE "{name}"')
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=15)
@@ -55,7 +46,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         sqlite = {**os.environ, "SGAM_DATABASE_URL": f"sqlite:///{scratch}/cold.sqlite3"}
         postgres = {**os.environ, "SGAM_DATABASE_URL": args.postgres}
-        _create_database(args.postgres)
+        create_if_missing(args.postgres)
         seed = [sgam, "put", "--tenant", "acme", "--subject", "mira", "--attribute", "home_city"]
         seed += ["--value", "Berlin", "--valid-from", "2026-01-01", "--source", "ep-1"]
         seed += ["--idempotency-key", "cold-start-seed"]  # a re-run writes nothing new

@@ -24,7 +24,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import psycopg
-from sqlalchemy import event, make_url
+from scratch_databases import drop, libpq_url, recreate
+from sqlalchemy import event
 
 import pipeline
 from pipeline.db import replan
@@ -54,24 +55,10 @@ def commands(start: int, count: int) -> Iterator[dict[str, Any]]:
         yield command
 
 
-def recreate(url: str) -> str:
+def recreate_libpq(url: str) -> str:
     """Drop and create the database of `url`; its libpq form for the monitoring connection."""
-    parsed = make_url(url)
-    name = parsed.database or ""
-    if "bench" not in name:
-        sys.exit(f"refusing to drop {name!r}: the benchmark database's name must contain 'bench'")
-    server = parsed.set(drivername="postgresql", database="postgres")
-    with psycopg.connect(server.render_as_string(hide_password=False), autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        admin.execute(f'CREATE DATABASE "{name}"')
-    return parsed.set(drivername="postgresql").render_as_string(hide_password=False)
-
-
-def drop(url: str) -> None:
-    parsed = make_url(url)
-    server = parsed.set(drivername="postgresql", database="postgres")
-    with psycopg.connect(server.render_as_string(hide_password=False), autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{parsed.database}"')
+    recreate(url)
+    return libpq_url(url)
 
 
 def seq_rows_read(monitor: psycopg.Connection[Any]) -> int:
@@ -107,7 +94,7 @@ def run(
 ) -> tuple[list[float], list[float]]:
     """Write `facts` facts on a new database in blocks; the rate and the CPU seconds per fact
     (client and server) of each block."""
-    libpq = recreate(url)
+    libpq = recreate_libpq(url)
     store = Store(Settings(database_url=url))
     if not fix:
         event.remove(store.engine, "checkout", replan.on_checkout)
@@ -221,7 +208,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.facts < 3 * args.block:
         sys.exit("--facts must be at least 3 blocks: a warm-up, a first and a last")
-    with psycopg.connect(recreate(args.url), autocommit=True) as probe:
+    with psycopg.connect(recreate_libpq(args.url), autocommit=True) as probe:
         settings = probe.execute(
             "SELECT current_setting('server_version'), current_setting('autovacuum')"
         ).fetchone()

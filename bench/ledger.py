@@ -43,6 +43,7 @@ import psycopg
 import sqlalchemy
 from psycopg import pq
 from psycopg.types.json import Jsonb
+from scratch_databases import drop, libpq_url, recreate
 from sqlalchemy import event, make_url
 
 import pipeline
@@ -108,11 +109,6 @@ LANGUAGES = ["en", "fr", "de", "es", "pt", "ja", "sw", "vi"]
 def rfc3339(moment: datetime) -> str:
     """`moment` as an RFC 3339 UTC string with a Z, as a caller would send it."""
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-def libpq_url(url: str) -> str:
-    """The SQLAlchemy URL as a libpq connection string for psycopg."""
-    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
 def percentile(samples: Sequence[float], fraction: float) -> float:
@@ -235,24 +231,10 @@ class RoundTrips:
 
 def recreate_database(url: str) -> None:
     """Drop and create the benchmark database, then migrate it the way operators do."""
-    name = make_url(url).database
-    if not name or "bench" not in name:
-        sys.exit(f"refusing to drop {name!r}: the benchmark database name must contain 'bench'")
-    admin = libpq_url(make_url(url).set(database="postgres").render_as_string(False))
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
+    recreate(url)
     store = Store(Settings(database_url=url))
     store.upgrade()
     store.dispose()
-
-
-def drop_database(url: str) -> None:
-    """Drop the benchmark database, closing any connection still open to it."""
-    name = make_url(url).database
-    admin = libpq_url(make_url(url).set(database="postgres").render_as_string(False))
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def code_identity() -> str:
@@ -1176,7 +1158,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     trips = count_round_trips(args.url)
     print_table(["operation", "round trips"], [[name, f"{n:.1f}"] for name, n in trips.items()])
     if not args.keep:
-        drop_database(args.url)
+        drop(args.url)
     print(f"\ntotal runtime {time.perf_counter() - started:.0f} s")
 
 

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from sqlalchemy import create_engine, func, make_url, select, text
+from scratch_databases import recreate
+from sqlalchemy import create_engine, func, select
 
 import pipeline
 from pipeline.db.models import EpisodeRow
@@ -69,14 +70,7 @@ def locomo_lines(path: Path) -> list[dict[str, Any]]:
 
 
 def fresh_database(url: str) -> None:
-    parsed = make_url(url)
-    if "bench" not in (parsed.database or ""):
-        raise SystemExit(f"refusing to drop {parsed.database!r}: its name must contain 'bench'")
-    admin = create_engine(parsed.set(database="postgres"), isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'DROP DATABASE IF EXISTS "{parsed.database}" WITH (FORCE)'))
-        connection.execute(text(f'CREATE DATABASE "{parsed.database}"'))
-    admin.dispose()
+    recreate(url)
     store = open_store_migrated(url)
     store.dispose()
 
