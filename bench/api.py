@@ -39,9 +39,10 @@ from typing import Any
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 import redis  # noqa: E402
+from figures import percentile  # noqa: E402
 
 import pipeline  # noqa: E402
-from bench.pipeline_flow import fresh_database, percentile  # noqa: E402
+from bench.pipeline_flow import fresh_database  # noqa: E402
 from pipeline.db.store import Store, open_store  # noqa: E402
 from pipeline.settings import Settings  # noqa: E402
 

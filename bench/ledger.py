@@ -41,6 +41,7 @@ from typing import Any, Protocol
 
 import psycopg
 import sqlalchemy
+from figures import percentile
 from psycopg import pq
 from psycopg.types.json import Jsonb
 from scratch_databases import drop, libpq_url, recreate
@@ -109,12 +110,6 @@ LANGUAGES = ["en", "fr", "de", "es", "pt", "ja", "sw", "vi"]
 def rfc3339(moment: datetime) -> str:
     """`moment` as an RFC 3339 UTC string with a Z, as a caller would send it."""
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-def percentile(samples: Sequence[float], fraction: float) -> float:
-    """Nearest-rank percentile of unsorted samples."""
-    ordered = sorted(samples)
-    return ordered[max(0, math.ceil(fraction * len(ordered)) - 1)]
 
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:

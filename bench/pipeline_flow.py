@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import signal
 import subprocess
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from figures import percentile
 from scratch_databases import recreate
 from sqlalchemy import create_engine, func, select
 
@@ -79,11 +79,6 @@ def open_store_migrated(url: str, **settings: Any) -> Store:
     store = Store(Settings(database_url=url, **settings))
     store.upgrade()
     return store
-
-
-def percentile(samples: list[float], fraction: float) -> float:
-    ordered = sorted(samples)
-    return ordered[max(0, math.ceil(fraction * len(ordered)) - 1)]
 
 
 def latencies_ms(url: str) -> list[float]:
