@@ -209,7 +209,7 @@ def main() -> None:
     parser.add_argument("--skip-locomo", action="store_true")
     parser.add_argument("--llm-limit", type=int, help="ask the endpoint about the first N only")
     args = parser.parse_args()
-    catalog = load_catalog(None)
+    catalog = load_catalog(None, "support")
     cases = load_cases(args.data)
     english = [case for case in cases if case["category"] != "non_english"]
     offline = Settings(_env_file=None)  # type: ignore[call-arg]

@@ -18,6 +18,11 @@ from pipeline.db.models import Base, EventRow
 from pipeline.db.store import Store, open_store
 from pipeline.settings import Settings
 
+# The suite was written against the support catalogue (passport_deadline, answer_style, ...):
+# every store, CLI run and subprocess of the tests selects it, unless a test picks another.
+# Tests of the default personal catalogue load it by name (`bundled_catalog("personal")`).
+os.environ["SGAM_CATALOG"] = "support"
+
 POSTGRES_URL = os.environ.get(
     "SGAM_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/sgam_test"
 )

@@ -105,7 +105,7 @@ def _stored(settings: Settings, episode: Any) -> tuple[Catalog, CurrentValues]:
 
     url = settings.database_url
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
-        return load_catalog(settings.catalog_path), {}
+        return load_catalog(settings.catalog_path, settings.catalog), {}
     with opened_store() as store:
         facts = get(
             store,

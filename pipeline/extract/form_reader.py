@@ -1,0 +1,148 @@
+"""Reading one clause with the catalogue's statement forms: which forms match, what value
+each reads, and which check refused the rest (what `sgam extract --explain` shows).
+
+A clause that hedges, wishes, plans, supposes or reports ("I think", "I want to", "if",
+"she says") states nothing, and a negation before the form denies it ("I don't live in
+Paris"); a form's own words may hold a negation ("I don't eat {value}"). "My wife and I live
+in Ohio" is not the subject's alone and yields nothing either.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pipeline.extract.forms import (
+    CompiledForm,
+    anchors,
+    compile_forms,
+    enum_value,
+    number_value,
+    string_values,
+)
+from schemas.catalog import AttributeSpec, Catalog, ValueType
+
+_FLAGS = re.IGNORECASE
+HEDGES = re.compile(
+    r"\b(?:if|were|would|could|should|might|suppose|supposing|imagine|assuming|assume|wish|"
+    r"wishes|hypothetically|pretend|pretending|unless|whether|when|whenever|once|until|maybe|"
+    r"perhaps|probably|possibly|think|thought|guess|hope|hoping|doubt|wonder|says|said|say|"
+    r"saying|claims|claimed|heard|believes?|jk|kidding|want|wants|wanted|wanna|gonna|going\s+to|"
+    r"plan|plans|planning|try|trying|considering|someday|dream|dreaming|dreamed|will|shall|"
+    r"used\s+to|soon|told|tells|asked|ask|like\s+to\s+think|supposed|seems|sounds|"
+    r"feel\s+like|kind\s+of|sort\s+of|kinda|sorta|almost|nearly)\b|\b\w+['’](?:d|ll)\b",
+    _FLAGS,
+)
+NEGATION = re.compile(r"\b(?:not|never|no\s+longer|no|nobody|neither|nor|none)\b|n['’]?t\b", _FLAGS)
+_SHARED_SUBJECT = re.compile(r"\b(?:and|&|with)\s*$", _FLAGS)
+_WORDS = re.compile(r"[\w'’-]+")
+TypedValue = Callable[[str, AttributeSpec], str]
+
+
+@dataclass(frozen=True)
+class FormHit:
+    attribute: str
+    form: str
+    values: tuple[str, ...]
+    refused: str
+    """'' when the hit stands, else the check that refused it."""
+
+
+class FormReader:
+    """The compiled forms of one catalogue, indexed by the words that can trigger them."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self.forms = compile_forms(catalog)
+        self._index: dict[str, list[int]] = {}
+        for number, form in enumerate(self.forms):
+            for word in anchors(catalog, form):
+                self._index.setdefault(word, []).append(number)
+        self._always = self._index.pop("", [])
+
+    def read(self, clause: str, typed_value: TypedValue) -> list[FormHit]:
+        """Every form that matches `clause`, refused or not; one standing hit per attribute,
+        and a {term} reading wins over a free value read from the same words."""
+        words = {word.casefold().replace("’", "'") for word in _WORDS.findall(clause)}
+        numbers = sorted(
+            {n for word in words for n in self._index.get(word, ())} | set(self._always)
+        )
+        hits: list[FormHit] = []
+        standing: dict[str, FormHit] = {}
+        for number in numbers:
+            form = self.forms[number]
+            if form.attribute in standing:
+                continue
+            match = form.pattern.search(clause)
+            if match is None:
+                continue
+            hit = self._judge(form, clause, match, typed_value)
+            hits.append(hit)
+            if not hit.refused:
+                standing[form.attribute] = hit
+        return _prefer_terms(hits, standing, self.forms)
+
+    def _judge(
+        self, form: CompiledForm, clause: str, match: re.Match[str], typed_value: TypedValue
+    ) -> FormHit:
+        spec = self.catalog.attributes[form.attribute]
+        span = match["value"]
+        if form.leading:
+            outside = clause[match.end("value") :]
+            prefix = ""
+        else:
+            prefix = clause[: match.start()]
+            outside = prefix + " " + span
+        refused = _refusal(prefix, outside, span, form.leading)
+        if refused:
+            return FormHit(form.attribute, form.form, (), refused)
+        values = _values(span, spec, form, typed_value)
+        if not values:
+            return FormHit(form.attribute, form.form, (), f"no {spec.type.value} value in {span!r}")
+        return FormHit(form.attribute, form.form, tuple(values), "")
+
+
+def _values(
+    span: str, spec: AttributeSpec, form: CompiledForm, typed_value: TypedValue
+) -> list[str]:
+    if spec.type is ValueType.STRING:
+        return string_values(span, spec, form.slot, leading=form.leading)
+    if spec.type is ValueType.ENUM:
+        value = enum_value(span, spec)
+    elif spec.type is ValueType.NUMBER:
+        value = number_value(span)
+    else:
+        value = typed_value(span, spec)  # dates, datetimes, booleans: the rules' readers
+    return [value] if value else []
+
+
+def _refusal(prefix: str, outside: str, span: str, leading: bool) -> str:
+    hedge = HEDGES.search(outside)
+    if hedge:
+        return f"hedged or hypothetical ({hedge.group(0)!r})"
+    negation = NEGATION.search(prefix) or (None if leading else NEGATION.match(span))
+    if negation:
+        return f"negated ({negation.group(0)!r})"
+    if _SHARED_SUBJECT.search(prefix):
+        return "the subject is shared with someone else"
+    return ""
+
+
+def _prefer_terms(
+    hits: list[FormHit], standing: dict[str, FormHit], forms: list[CompiledForm]
+) -> list[FormHit]:
+    slots = {(form.attribute, form.form): form.slot for form in forms}
+    termed = {
+        value
+        for hit in standing.values()
+        if slots[(hit.attribute, hit.form)] == "term"
+        for value in hit.values
+    }
+    out = []
+    for hit in hits:
+        slot = slots[(hit.attribute, hit.form)]
+        if not hit.refused and slot != "term" and set(hit.values) & termed:
+            hit = FormHit(hit.attribute, hit.form, (), "the same words name a listed term")
+        out.append(hit)
+    return out
