@@ -38,7 +38,7 @@ def new_row(episode: EpisodeIn, *, lane: Lane, received_at: datetime) -> dict[st
         "trust": episode.trust.value if episode.trust is not None else None,
         "idempotency_key": episode.idempotency_key,
         "actor": episode.actor,
-        "meta": episode.metadata or None,
+        "metadata": episode.metadata or None,  # column names: an insert ignores "meta"
         "lane": lane.value,
         "status": "pending",
         "attempts": 0,
