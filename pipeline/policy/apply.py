@@ -80,6 +80,23 @@ def thresholds_of(unit: Unit) -> Thresholds:
     )
 
 
+def promotion_rule(unit: Unit, attribute: str) -> Buffer | None:
+    """What the policy asks now of a buffered candidate of `attribute` (the catalogue may have
+    changed since it was buffered): consolidation promotes and expires by it, and the review
+    pages show how far a candidate has got. None: the attribute left the catalogue."""
+    spec = unit.catalog.attributes.get(attribute)
+    if spec is None:
+        return None
+    verdict = decide(
+        spec,
+        trust=Trust.INFERRED,
+        lane=Lane.BACKGROUND,
+        confidence=0.0,
+        thresholds=thresholds_of(unit),
+    )
+    return verdict if isinstance(verdict, Buffer) else None
+
+
 def apply_candidate(unit: Unit, origin: Provenance, candidate: Candidate) -> Decision:
     catalog = unit.catalog
     spec = catalog.attributes[candidate.attribute]
