@@ -35,6 +35,11 @@ from schemas.pipeline_events import ConsolidationPayload
 KIND = "consolidation"
 STEPS = ("promoted", "expired_candidates", "expired_facts", "redriven", "requeued")
 Step = Callable[[str], None]
+# A candidate that waits for sessions came from the background lane with an inferred trust
+# (a verified or user-confirmed one is written at once), and the buffer keeps no episode's
+# confidence: a fact promoted on support alone is written with none.
+PROMOTED_TRUST = Trust.INFERRED
+PROMOTED_CONFIDENCE = 0.0
 
 
 class ConsolidateCommand(BaseModel):
@@ -115,8 +120,8 @@ def _promote_eligible(unit: Unit, tenant: str | None) -> int:
             row,
             times=rule.times,
             window=rule.window,
-            trust=Trust.INFERRED,
-            confidence=rule.confidence,
+            trust=PROMOTED_TRUST,
+            confidence=PROMOTED_CONFIDENCE,
             actor=ACTOR,
         )
         promoted += result.fact is not None
