@@ -33,7 +33,7 @@ from pipeline.episodes.process import (
 from pipeline.episodes.records import new_row
 from pipeline.errors import ConflictError, LlmFailure
 from pipeline.extract import extract
-from pipeline.extract.llm import LlmClient
+from pipeline.extract.llm import LlmClient, shared_client
 from pipeline.extract.result import ExtractionResult
 from pipeline.policy.apply import Decision
 from pipeline.policy.decide import Lane
@@ -156,7 +156,7 @@ def _ask_model(
     store: Store, claimed: Claimed, llm: LlmClient | None
 ) -> ExtractionResult | Exception:
     seconds = store.settings.hot_path_deadline_ms / 1000
-    client = (llm or LlmClient(store.settings)).within(seconds)
+    client = (llm or shared_client(store.settings)).within(seconds)
     try:
         return extract(claimed.episode, catalog=store.catalog, settings=client.settings, llm=client)
     except LlmFailure as failure:

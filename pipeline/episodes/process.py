@@ -7,7 +7,7 @@ only by the claim that still owns it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
@@ -18,6 +18,7 @@ from pipeline.db.models import EpisodeRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.episodes.dispatch import EpisodeKey
+from pipeline.episodes.inflight import run_in_flight
 from pipeline.episodes.records import as_episode, trust_of
 from pipeline.errors import LlmFailure, RetryableError, SgamError
 from pipeline.extract import extract
@@ -58,9 +59,32 @@ Extracted = ExtractionResult | SgamError | Exception
 def process_episodes(
     store: Store, keys: Sequence[EpisodeKey], *, llm: LlmClient | None = None
 ) -> dict[EpisodeKey, Outcome]:
+    """Claim, extract and finish a batch. The rules take microseconds an episode: one unit of
+    work for the whole batch. The model takes as long as the endpoint does: every episode's
+    call in flight at once, each committed when its answer is in (`inflight`)."""
     claimed = store.run(lambda unit: claim(unit, keys))
-    extracted = {item.key: run_extraction(store, item.episode, llm) for item in claimed}
-    return store.run(lambda unit: finish(unit, claimed, extracted))
+    if not claimed:
+        return {}
+    if not _uses_model(store, llm):
+        extracted = {item.key: run_extraction(store, item.episode, llm) for item in claimed}
+        return store.run(lambda unit: finish(unit, claimed, extracted))
+
+    def prepare(item: Claimed) -> Callable[[], Extracted]:
+        current = _current(store, item.episode)  # on this thread: the database's connections
+        return lambda: extract(
+            item.episode, catalog=store.catalog, settings=store.settings, current=current, llm=llm
+        )
+
+    def commit(
+        done: list[Claimed], results: dict[EpisodeKey, Extracted]
+    ) -> dict[EpisodeKey, Outcome]:
+        return store.run(lambda unit: finish(unit, done, results))
+
+    return run_in_flight(store, claimed, prepare, commit)
+
+
+def _uses_model(store: Store, llm: LlmClient | None) -> bool:
+    return llm is not None or store.settings.llm_configured
 
 
 def claim(unit: Unit, keys: Sequence[EpisodeKey], lane: Lane | None = None) -> list[Claimed]:
@@ -120,7 +144,7 @@ def run_extraction(
     only once they found something (to drop restatements)."""
     try:
         settings = store.settings
-        if not rules_only and (llm is not None or settings.llm_configured):
+        if not rules_only and _uses_model(store, llm):
             current = _current(store, episode)
             return extract(
                 episode, catalog=store.catalog, settings=settings, current=current, llm=llm

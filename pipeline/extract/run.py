@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pipeline.errors import InvalidInput
 from pipeline.extract.guards import CurrentValues, GuardContext, guard_all
-from pipeline.extract.llm import LlmClient
+from pipeline.extract.llm import LlmClient, shared_client
 from pipeline.extract.prompting import PROMPT_NAME, render_messages
 from pipeline.extract.result import ExtractionResult
 from pipeline.extract.rules import RulesExtractor
@@ -63,16 +63,12 @@ def extract(
         proposed = rules_for(catalog, settings.dates_day_first).propose(episode, context.current)
         usage = Usage(extractor="rules", latency_ms=_ms_since(started))
         return _judged(episode, proposed, context, usage)
-    client = llm if llm is not None else LlmClient(settings)
-    try:
-        answer, usage = client.ask(
-            render_messages(episode, catalog, context.current),
-            response_model(catalog),
-            prompt_version=PROMPT_NAME,
-        )
-    finally:
-        if llm is None:
-            client.close()
+    client = llm if llm is not None else shared_client(settings)
+    answer, usage = client.ask(
+        render_messages(episode, catalog, context.current),
+        response_model(catalog),
+        prompt_version=PROMPT_NAME,
+    )
     return _judged(episode, answer.updates, context, usage)
 
 
