@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 _PATH = Path(__file__).resolve().parents[2] / "bench" / "stub_llm.py"
 
 
 def _load() -> Any:
     spec = importlib.util.spec_from_file_location("stub_llm", _PATH)
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules.setdefault("stub_llm", module)
     spec.loader.exec_module(module)
@@ -25,9 +23,3 @@ def _load() -> Any:
 
 stub_llm = _load()
 StubServer = stub_llm.StubServer
-
-
-@pytest.fixture
-def stub() -> Iterator[Any]:
-    with StubServer() as server:
-        yield server
