@@ -78,9 +78,7 @@ def process_episodes(
     def prepare(item: Claimed) -> Callable[[], Extracted]:
         # The subject's values are read here, on this thread, so that the pool's threads
         # need no database connection; the model's prompt always shows them.
-        context = replace(
-            context_for(store, item.episode), current=_current(store, item.episode)
-        )
+        context = replace(context_for(store, item.episode), current=_current(store, item.episode))
         return lambda: extractor.extract(item.episode, context)
 
     def commit(
