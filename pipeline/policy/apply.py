@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from pipeline.buffer.candidates import (
     Buffered,
@@ -40,6 +39,7 @@ from schemas.episodes import Episode
 from schemas.extraction import Candidate
 from schemas.facts import Cardinality, Fact, Trust
 from schemas.fields import canonical_json
+from schemas.pipeline_events import DecisionRecord
 
 ACTOR = "pipeline"
 
@@ -83,15 +83,15 @@ class Decision:
     candidate_id: str | None = None
     error: ConflictError | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def record(self) -> DecisionRecord:
         """Ids and reasons only: a decision record never carries the value or the evidence."""
-        return {
-            "attribute": self.attribute,
-            "action": self.action,
-            "reason": self.reason,
-            "fact_id": self.fact.fact_id if self.fact else None,
-            "candidate_id": self.candidate_id,
-        }
+        return DecisionRecord(
+            attribute=self.attribute,
+            action=self.action,
+            reason=self.reason,
+            fact_id=self.fact.fact_id if self.fact else None,
+            candidate_id=self.candidate_id,
+        )
 
 
 def thresholds_of(unit: Unit) -> Thresholds:
