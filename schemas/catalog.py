@@ -136,8 +136,8 @@ class AttributeSpec(BaseModel):
             return f"{form!r} has a {{term}} slot but the attribute lists no 'terms'"
         if slot == "term" and self.type is not ValueType.STRING:
             return f"{form!r}: {{term}} is for string attributes; an enum's {{value}} is its values"
-        if slot == "name" and self.type is not ValueType.STRING:
-            return f"{form!r}: {{name}} is for string attributes"
+        if slot in {"name", "phrase"} and self.type is not ValueType.STRING:
+            return f"{form!r}: {{{slot}}} is for string attributes"
         if slot != "term" and self.type is ValueType.STRING and literal_words(parts) < 2:
             return (
                 f"{form!r}: a string {{{slot}}} needs at least two words of the form beside it "

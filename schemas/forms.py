@@ -9,14 +9,15 @@ A form is a short pattern such as `I (work|am working) (at|for) {value}`:
   clause (or to the next word of the form) and stops at a conjunction, a preposition that
   starts a new phrase, or punctuation; `{name}` is a string value that must read as a name
   (no article, pronoun or digit first, not a common noun such as "town"), in any case;
-  `{term}` is a value that must end in one of the attribute's `terms` (singular or plural,
+  `{phrase}` is a string value that keeps its prepositions ("volunteer at the hospital"),
+  for activities; `{term}` is a value that must end in one of the attribute's `terms` (singular or plural,
   any case, up to two words before it: "high school teacher");
 - `{count}` is a number in digits or words, or `a`/`an`/`some`, that is read but not kept;
   `{change}` is a change verb (`changed`, `increased`, `raised`, `extended`, `adjusted`, `cut`,
   `moved`, `lowered`, `reduced`, `updated`, `switched`, `bumped`) with its auxiliaries.
 
-Every form holds exactly one `{value}`, `{name}` or `{term}` and at least one word; a `{value}`
-or `{name}` of a string attribute needs two words beside it, so "I'm {value}" cannot read
+Every form holds exactly one `{value}`, `{phrase}`, `{name}` or `{term}` and at least one
+word; a `{value}`, `{phrase}` or `{name}` of a string attribute needs two words beside it, so "I'm {value}" cannot read
 "I'm tired".
 This module only parses and validates (the catalogue calls it at load); the extractor compiles
 the parsed forms to regular expressions.
@@ -29,8 +30,8 @@ from dataclasses import dataclass
 
 MAX_FORM_CHARS = 200
 MAX_FORMS = 64
-SLOTS = ("value", "name", "term", "count", "change")
-VALUE_SLOTS = ("value", "name", "term")
+SLOTS = ("value", "phrase", "name", "term", "count", "change")
+VALUE_SLOTS = ("value", "phrase", "name", "term")
 _TOKEN = re.compile(r"\s+|\{[^{}]*\}|[()\[\]|]|[\w'’-]+|.")
 _WORD = re.compile(r"^[\w'’-]+$")
 
@@ -69,7 +70,7 @@ def parse_form(form: str) -> tuple[Part, ...]:
     slots = _slots(parts)
     values = [name for name in slots if name in VALUE_SLOTS]
     if len(values) != 1:
-        raise ValueError(f"{form!r}: a form needs exactly one {{value}}, {{name}} or {{term}}")
+        raise ValueError(f"{form!r}: a form needs exactly one {{value}}, {{phrase}}, {{name}} or {{term}}")
     if not _has_word(parts):
         raise ValueError(f"{form!r}: a form needs at least one word besides its slots")
     return parts

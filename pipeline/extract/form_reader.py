@@ -17,25 +17,45 @@ from pipeline.extract.forms import (
     CompiledForm,
     anchors,
     compile_forms,
-    enum_value,
+    enum_values,
     number_value,
     string_values,
 )
 from schemas.catalog import AttributeSpec, Catalog, ValueType
 
 _FLAGS = re.IGNORECASE
+# Anywhere in the clause these suspend what it states: "if", "I think", "she said", "I'd".
 HEDGES = re.compile(
     r"\b(?:if|were|would|could|should|might|suppose|supposing|imagine|assuming|assume|wish|"
     r"wishes|hypothetically|pretend|pretending|unless|whether|when|whenever|once|until|maybe|"
-    r"perhaps|probably|possibly|think|thought|guess|hope|hoping|doubt|wonder|says|said|say|"
-    r"saying|claims|claimed|heard|believes?|jk|kidding|want|wants|wanted|wanna|gonna|going\s+to|"
-    r"plan|plans|planning|try|trying|considering|someday|dream|dreaming|dreamed|will|shall|"
-    r"used\s+to|soon|told|tells|asked|ask|like\s+to\s+think|supposed|seems|sounds|"
-    r"feel\s+like|kind\s+of|sort\s+of|kinda|sorta|almost|nearly)\b|\b\w+['’](?:d|ll)\b",
+    r"perhaps|probably|possibly|think|thought|guess|doubt|wonder|says|said|say|saying|claims|"
+    r"claimed|heard|believes?|jk|kidding|someday|will|shall|used\s+to|told|tells|asked|ask|"
+    r"supposed|seems|sounds|feel\s+like)\b|\b\w+['’](?:d|ll)\b",
     _FLAGS,
 )
-NEGATION = re.compile(r"\b(?:not|never|no\s+longer|no|nobody|neither|nor|none)\b|n['’]?t\b", _FLAGS)
+# These only suspend the statement they lead into ("I want to live in Paris", "I'm trying to
+# move to Oslo"), within a few words before the form: "I'm trying to fix my app, whose
+# response time improved to 250ms" still states the response time.
+WEAK_HEDGES = re.compile(
+    r"\b(?:hope|hoping|want|wants|wanted|wanna|gonna|going\s+to|plan|plans|planning|try|"
+    r"trying|dream|dreaming|soon|almost|nearly|like\s+to\s+think)\b",
+    _FLAGS,
+)
+NEAR_WORDS = 4
+NEGATION = re.compile(
+    r"\b(?:not|never|no\s+longer|no|nobody|neither|nor|none|cannot|dont|cant|wont|didnt|doesnt|"
+    r"isnt|arent|wasnt|havent|hasnt|couldnt|wouldnt|shouldnt|aint)\b|\w['’]?n['’]t\b",
+    _FLAGS,
+)
 _SHARED_SUBJECT = re.compile(r"\b(?:and|&|with)\s*$", _FLAGS)
+# What may stand between a clause's start and a first-person form: "the zoo I work at" is a
+# relative clause, "well, since I work at" is not.
+_MAY_PRECEDE = frozenset(
+    "and but so well oh yes yeah yep also actually now currently still because since as cause "
+    "though then plus too really honestly definitely sure ok okay lol haha hi hey hello that "
+    "given anyway besides personally myself usually mostly right and ah aw wow cool nice great "
+    "hmm um uh nope".split()
+)
 _WORDS = re.compile(r"[\w'’-]+")
 TypedValue = Callable[[str, AttributeSpec], str]
 
@@ -94,7 +114,7 @@ class FormReader:
         else:
             prefix = clause[: match.start()]
             outside = prefix + " " + span
-        refused = _refusal(prefix, outside, span, form.leading)
+        refused = _refusal(prefix, outside, span, form)
         if refused:
             return FormHit(form.attribute, form.form, (), refused)
         values = _values(span, spec, form, typed_value)
@@ -109,23 +129,36 @@ def _values(
     if spec.type is ValueType.STRING:
         return string_values(span, spec, form.slot, leading=form.leading)
     if spec.type is ValueType.ENUM:
-        value = enum_value(span, spec)
-    elif spec.type is ValueType.NUMBER:
-        value = number_value(span)
+        return enum_values(span, spec)
+    if spec.type is ValueType.NUMBER:
+        value = number_value(span, leading=form.leading)
     else:
         value = typed_value(span, spec)  # dates, datetimes, booleans: the rules' readers
     return [value] if value else []
 
 
-def _refusal(prefix: str, outside: str, span: str, leading: bool) -> str:
+def _refusal(prefix: str, outside: str, span: str, form: CompiledForm) -> str:
     hedge = HEDGES.search(outside)
+    near = " ".join(prefix.split()[-NEAR_WORDS:])
+    if hedge is None:
+        hedge = WEAK_HEDGES.search(near) or WEAK_HEDGES.search(span)
     if hedge:
         return f"hedged or hypothetical ({hedge.group(0)!r})"
-    negation = NEGATION.search(prefix) or (None if leading else NEGATION.match(span))
+    # A first-person form owns its clause: any negation before it denies it. A noun phrase
+    # ("a budget of {value}") is denied by a negation just before it, not by one that belongs
+    # to another verb further back.
+    negation = NEGATION.search(prefix if form.personal else near)
+    if negation is None and not form.leading:
+        negation = NEGATION.match(span)
     if negation:
         return f"negated ({negation.group(0)!r})"
     if _SHARED_SUBJECT.search(prefix):
         return "the subject is shared with someone else"
+    last = prefix.rstrip()
+    if form.personal and last and last[-1].isalnum():
+        word = last.split()[-1].casefold()
+        if word not in _MAY_PRECEDE:
+            return f"inside another phrase (after {word!r})"
     return ""
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from schemas.catalog import AttributeSpec, Catalog, ValueType
-from schemas.forms import Choice, Part, Slot, Word, parse_form, value_slot
+from schemas.forms import VALUE_SLOTS, Choice, Part, Slot, Word, parse_form, value_slot
 
 _FLAGS = re.IGNORECASE
 
@@ -38,24 +38,33 @@ NUMBER_WORDS = {word: index for index, word in enumerate(_word_set_ordered(_ONE_
     "eighty": 80,
 }
 _COUNT = (
-    r"(?:\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|some|"
+    r"(?:\d[\d,.]*%?|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|some|"
     r"several|a\s+few|a\s+couple\s+of|a\s+couple|many|lots\s+of|a\s+lot\s+of|multiple)"
 )
 _CHANGE = (
     r"(?:just\s+)?(?:changed|increased|raised|extended|adjusted|cut|moved|lowered|reduced|"
     r"updated|switched|bumped|upped|dropped|decreased|shifted|pushed|set)(?:\s+(?:it|this))?"
 )
-# A string value stops where a new phrase starts.
-_STOP = re.compile(
-    r"\s*[,;:!?()\"]|\s+[-–—]\s|\.(?:\s|$)|\s+(?:and|but|or|so|because|cause|since|with|who|"
-    r"which|that|where|when|while|as|for|from|at|in|on|near|by|to|into|about|after|before|"
-    r"during|until|if|though|although|now|currently|right|too|also|again|anymore|lol|haha|"
-    r"lmao|hehe|though|these\s+days|nowadays|full\s+time|part\s+time|though|either|yet|"
-    r"every|each|all|very|really|a\s+lot|lately|today|tonight|tomorrow|yesterday|"
-    r"i|i'm|im|my|we|you|it's|it)\b",
-    _FLAGS,
+# A string value stops where a new phrase starts; a {phrase} keeps its prepositions.
+_CLAUSE_STOP = (
+    r"\s*(?:[;!?()\"]|,(?!\d{3})|:(?!\d\d))|\s+[-–—]\s|\.(?:\s|$)|\s+(?:and|but|or|so|because|cause|since|who|which|"
+    r"that|where|when|while|if|though|although|now|currently|right\s+now|too|also|again|"
+    r"anymore|lol|haha|lmao|hehe|these\s+days|nowadays|either|yet|sometimes|usually|often|"
+    r"occasionally|mostly|always|every|each|all|very|really|a\s+lot|lately|today|tonight|"
+    r"tomorrow|yesterday|i|i'm|im|my|we|you|it's|it|its|those|these|them|this|him|her|his|"
+    r"their|our|your|like|better|more|than|then|unlike|alot|such|last|next|ago)\b"
 )
-_LIST_STOP = re.compile(r"\s*(?:,\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+|\s*&\s*)", _FLAGS)
+_PREPOSITIONS = (
+    r"|\s+(?:with|as|for|from|at|in|on|near|by|to|into|about|after|before|during|until)\b"
+)
+_STOP = re.compile(_CLAUSE_STOP + _PREPOSITIONS, _FLAGS)
+_PHRASE_STOP = re.compile(_CLAUSE_STOP, _FLAGS)
+_LIST_JOINT = re.compile(
+    r"\s*,\s*(?:and\s+|or\s+)?(?!(?:and|but|so|i|i'm|my|we|you|it|which|who)\b)"
+    r"|\s+(?:and|or|&)\s+(?!(?:i|i'm|my|we|you|it|then|also)\b)",
+    re.IGNORECASE,
+)
+_DANGLING = re.compile(r"(?:\s+(?:with|as|for|from|at|in|on|to|into|about|of|by))+$", _FLAGS)
 _DETERMINER = re.compile(r"^(?:a|an|the|some|any)\s+", _FLAGS)
 # Values that name nothing: pronouns, vague nouns, function words.
 _EMPTY_VALUE = _word_set(
@@ -65,17 +74,40 @@ _EMPTY_VALUE = _word_set(
     "how why when where something anything everything nothing someone anyone everyone nobody "
     "all both each other others more most less much many few well so very too not no yes ok "
     "okay sure just only also even still really too to of a an the and or but for with at in "
-    "on by from night nights day days work school job"
+    "on by from night nights day days work job is are was were has had little morning "
+    "evening afternoon mornings evenings weekends weekend shifts shift their theirs big huge "
+    "great good new"
+)
+_PARTICLES = _word_set("up out on off over around back down away")
+_LIGHT_VERBS = _word_set(
+    "doing being having getting going spending playing making taking seeing trying using do "
+    "be have get go make take see try use watching reading living knowing"
 )
 _GENERIC_PLACES = _word_set(
     "town city village country countryside area place house apartment flat home suburb "
     "suburbs state states world farm neighborhood neighbourhood region island coast mountains "
     "woods middle same big small nice new old little quiet"
 )
+# Words that follow "I'm" or "my name is" without being a name.
+_NOT_NAMES = _word_set(
+    "good fine great well ok okay doing tired happy sad new back here sorry glad excited so "
+    "just not pretty very really busy bored from in at on going trying looking thinking "
+    "feeling sure also still actually too about kind sort getting having being all alright "
+    "awesome cool wonderful amazing lucky blessed sick hungry ready done interested curious "
+    "afraid scared nervous worried late early alone single married retired hoping planning "
+    "working living currently originally"
+)
 _NAME_FIRST_BAD = re.compile(
     r"^(?:a|an|the|this|that|my|your|his|her|our|their|its|some|any|every|no|one|\d)", _FLAGS
 )
 MAX_VALUE_WORDS = 6
+_SEP = r",?\s+"
+# After I / we, one adverb may stand in any form: "I also have two dogs", "I do love hiking".
+_SUBJECTS = frozenset({"i", "we", "i'm", "we're", "i've", "we've", "im"})
+_ADVERB = (
+    r"(?:\s+(?:also|really|still|do|just|now|actually|currently|definitely|totally|absolutely|"
+    r"already|only|mostly|usually|honestly|truly|too|both|recently|finally|always|even))?"
+)
 _NUMBER = re.compile(
     r"^(?:about\s+|around\s+|only\s+|almost\s+)?[$€£]?\s?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w.,]\d)"
 )
@@ -89,6 +121,8 @@ class CompiledForm:
     pattern: re.Pattern[str]
     leading: bool
     """The value comes first ("{value} is my favourite food")."""
+    personal: bool
+    """The form starts with I or we: the clause's subject is the speaker."""
 
 
 def compile_forms(catalog: Catalog) -> list[CompiledForm]:
@@ -100,27 +134,33 @@ def compile_forms(catalog: Catalog) -> list[CompiledForm]:
             body = _sequence(parts, value_last=_value_last(parts))
             anchor = r"^\W*" if leading else r"(?<![\w'])"
             pattern = re.compile(anchor + body + r"(?![\w'])", _FLAGS)
-            compiled.append(CompiledForm(name, form, value_slot(parts), pattern, leading))
+            first = parts[0]
+            personal = isinstance(first, Word) and first.text in _SUBJECTS and first.text != "my"
+            if isinstance(first, Choice):
+                starts = _first_words((first,))
+                personal = bool(starts) and starts <= _SUBJECTS
+            compiled.append(CompiledForm(name, form, value_slot(parts), pattern, leading, personal))
     return compiled
 
 
 def _value_last(parts: tuple[Part, ...]) -> bool:
-    return isinstance(parts[-1], Slot) and parts[-1].name in {"value", "name", "term"}
+    return isinstance(parts[-1], Slot) and parts[-1].name in VALUE_SLOTS
 
 
 def _sequence(parts: tuple[Part, ...], *, value_last: bool) -> str:
-    """Parts joined by runs of spaces; an optional part brings its own space."""
+    """Parts joined by runs of spaces (a comma may stand between them: "hi, I'm Jo"); an
+    optional part brings its own space."""
     pieces: list[tuple[str, bool]] = [(_part(p, value_last), _optional(p)) for p in parts]
     required = [index for index, (_, optional) in enumerate(pieces) if not optional]
     last = required[-1] if required else len(pieces) - 1
     out = ""
     for index, (regex, optional) in enumerate(pieces):
         if index > last:
-            out += rf"(?:\s+{regex})?"
+            out += rf"(?:{_SEP}{regex})?"
         elif optional:
-            out += rf"(?:{regex}\s+)?"
+            out += rf"(?:{regex}{_SEP})?"
         else:
-            out += regex + (r"\s+" if index < last else "")
+            out += regex + (_SEP if index < last else "")
     return out
 
 
@@ -130,7 +170,8 @@ def _optional(part: Part) -> bool:
 
 def _part(part: Part, value_last: bool) -> str:
     if isinstance(part, Word):
-        return re.escape(part.text).replace("'", "['’]?")
+        word = re.escape(part.text).replace("'", "['’]?")
+        return word + _ADVERB if part.text in _SUBJECTS else word
     if isinstance(part, Slot):
         if part.name == "count":
             return _COUNT
@@ -143,23 +184,46 @@ def _part(part: Part, value_last: bool) -> str:
 
 def string_values(span: str, spec: AttributeSpec, slot: str, *, leading: bool) -> list[str]:
     """The string value(s) a slot's span holds, or [] with none that reads as a value."""
-    text = _cut(span, leading=leading)
-    items = _LIST_STOP.split(text) if spec.cardinality == "many" and slot != "name" else [text]
+    listed = spec.cardinality == "many" and slot == "term"
+    if listed:  # "Spanish and Portuguese": the list's joints must survive the cut
+        span = _LIST_JOINT.sub("\x1f", span)
+    text = _cut(span, leading=leading, phrase=slot == "phrase")
+    items = text.split("\x1f") if listed else [text]
     values = []
     for item in items[:4]:
         value = _clean(item)
         if slot == "term":
             value = _term(value, spec.terms)
-        elif slot == "name" and not _is_name(value):
+        elif slot == "name" and not _is_name(item.strip(" .!,'\"")):
             value = ""
+        elif slot == "phrase":
+            value = _DANGLING.sub("", value)
         if value and _names_something(value) and value not in values:
+            values.append(value)
+    return values
+
+
+def enum_values(span: str, spec: AttributeSpec) -> list[str]:
+    """The enum value(s) the span names: one, or for a many-valued attribute each item of a
+    list ("two dogs and a cat")."""
+    if spec.cardinality != "many":
+        value = enum_value(span, spec)
+        return [value] if value else []
+    values: list[str] = []
+    for item in re.split(r",\s*(?:and\s+)?|\s+and\s+|\s+or\s+", span)[:4]:
+        value = enum_value(re.sub(r"^\s*" + _COUNT + r"\s+", "", item, flags=_FLAGS), spec)
+        if not value:
+            break
+        if value not in values:
             values.append(value)
     return values
 
 
 def enum_value(span: str, spec: AttributeSpec) -> str:
     """The one enum value named among the span's first words, or ''."""
-    words = re.findall(r"[\w'-]+", _cut(span, leading=False).casefold())[:4]
+    words = re.findall(r"[\w'-]+", _cut(span, leading=False).casefold())[:3]
+    if any(word.endswith("'s") for word in words):
+        return ""  # "my sister's dog": someone else's
     text = " ".join(words)
     named = {
         value
@@ -169,24 +233,24 @@ def enum_value(span: str, spec: AttributeSpec) -> str:
     return named.pop() if len(named) == 1 else ""
 
 
-def number_value(span: str) -> str:
-    """A number at the start of the span, in digits ($1,500, 26) or words (two)."""
-    text = _cut(span, leading=False)
-    match = re.match(
-        r"^(?:about\s+|around\s+|only\s+|almost\s+)?[$€£]?\s?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w.,]\d)",
-        text,
-    )
+def number_value(span: str, *, leading: bool = False) -> str:
+    """A number at the start of the span (its end, for a leading value), in digits ($1,500,
+    26, 95%) or words (two)."""
+    words = span.split()
+    text = (words[-1] if words else "") if leading else span.strip()
+    match = _NUMBER.match(text)
     if match:
         return match.group(1).replace(",", "") + (match.group(2) or "")
-    word = text.split(" ", 1)[0].casefold()
+    word = text.split(" ", 1)[0].casefold().strip(".,!?")
     return str(NUMBER_WORDS[word]) if word in NUMBER_WORDS else ""
 
 
-def _cut(span: str, *, leading: bool) -> str:
+def _cut(span: str, *, leading: bool, phrase: bool = False) -> str:
+    stops = _PHRASE_STOP if phrase else _STOP
     if leading:  # the value is what precedes the form, after the last phrase break
-        pieces = _STOP.split(" " + span)
+        pieces = stops.split(" " + span)
         return pieces[-1].strip() if pieces else ""
-    stop = _STOP.search(span)
+    stop = stops.search(span)
     return (span[: stop.start()] if stop else span).strip()
 
 
@@ -197,13 +261,18 @@ def _clean(item: str) -> str:
 
 def _names_something(value: str) -> bool:
     words = value.casefold().split()
+    if len(words) == 1 and words[0] in _LIGHT_VERBS:
+        return False  # "I love doing (it)": the object was a pronoun
+    if len(words) <= 2 and words[-1] in _PARTICLES:
+        return False  # "I like setting up (my easel)": the object was cut off
     return words[0] not in _EMPTY_VALUE and not all(word in _EMPTY_VALUE for word in words)
 
 
 def _is_name(value: str) -> bool:
     if not value or _NAME_FIRST_BAD.match(value) or len(value.split()) > 4:
         return False
-    return not any(word in _GENERIC_PLACES for word in value.casefold().split())
+    words = value.casefold().split()
+    return not any(word in _GENERIC_PLACES or word in _NOT_NAMES for word in words)
 
 
 def _term(value: str, terms: list[str]) -> str:
