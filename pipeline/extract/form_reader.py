@@ -84,10 +84,7 @@ class FormReader:
     def read(self, clause: str, typed_value: TypedValue) -> list[FormHit]:
         """Every form that matches `clause`, refused or not; one standing hit per attribute,
         and a {term} reading wins over a free value read from the same words."""
-        words = {word.casefold().replace("’", "'") for word in _WORDS.findall(clause)}
-        numbers = sorted(
-            {n for word in words for n in self._index.get(word, ())} | set(self._always)
-        )
+        numbers = self._tried(clause)
         hits: list[FormHit] = []
         standing: dict[str, FormHit] = {}
         for number in numbers:
@@ -102,6 +99,14 @@ class FormReader:
             if not hit.refused:
                 standing[form.attribute] = hit
         return _prefer_terms(hits, standing, self.forms)
+
+    def tried(self, clause: str) -> list[CompiledForm]:
+        """The forms a clause is searched with: those one of whose words it contains."""
+        return [self.forms[number] for number in self._tried(clause)]
+
+    def _tried(self, clause: str) -> list[int]:
+        words = {word.casefold().replace("’", "'") for word in _WORDS.findall(clause)}
+        return sorted({n for word in words for n in self._index.get(word, ())} | set(self._always))
 
     def _judge(
         self, form: CompiledForm, clause: str, match: re.Match[str], typed_value: TypedValue

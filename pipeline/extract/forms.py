@@ -52,7 +52,7 @@ _CLAUSE_STOP = (
     r"anymore|lol|haha|lmao|hehe|these\s+days|nowadays|either|yet|sometimes|usually|often|"
     r"occasionally|mostly|always|every|each|all|very|really|a\s+lot|lately|today|tonight|"
     r"tomorrow|yesterday|i|i'm|im|my|we|you|it's|it|its|those|these|them|this|him|her|his|"
-    r"their|our|your|like|better|more|than|then|unlike|alot|such|last|next|ago)\b"
+    r"their|our|your|like|better|more|than|then|unlike|alot|such|last|next|ago|here|there)\b"
 )
 _PREPOSITIONS = (
     r"|\s+(?:with|as|for|from|at|in|on|near|by|to|into|about|after|before|during|until)\b"
@@ -81,7 +81,7 @@ _EMPTY_VALUE = _word_set(
 _PARTICLES = _word_set("up out on off over around back down away")
 _LIGHT_VERBS = _word_set(
     "doing being having getting going spending playing making taking seeing trying using do "
-    "be have get go make take see try use watching reading living knowing"
+    "be have get go make take see try use watching reading living knowing play"
 )
 _GENERIC_PLACES = _word_set(
     "town city village country countryside area place house apartment flat home suburb "
@@ -194,8 +194,10 @@ def string_values(span: str, spec: AttributeSpec, slot: str, *, leading: bool) -
         value = _clean(item)
         if slot == "term":
             value = _term(value, spec.terms)
-        elif slot == "name" and not _is_name(item.strip(" .!,'\"")):
-            value = ""
+        elif slot == "name":  # "San Paulo, a very big city": a name ends before an article
+            value = re.split(r"\s+(?:a|an|the)\s+", value, maxsplit=1, flags=_FLAGS)[0]
+            if not _is_name(item.strip(" .!,'\"")):
+                value = ""
         elif slot == "phrase":
             value = _DANGLING.sub("", value)
         if value and _names_something(value) and value not in values:
@@ -344,7 +346,10 @@ def _variants(words: Iterable[str]) -> frozenset[str]:
     for word in words:
         base = word.replace("’", "'")
         for variant in (base, base.replace("'", "")):
-            out |= {variant, variant + "s", variant + "es"}
+            out.add(variant)
+            if len(variant) < 3:
+                continue  # "i" is no "is"
+            out |= {variant + "s", variant + "es"}
             if variant.endswith("y"):
                 out.add(variant[:-1] + "ies")
             if variant.endswith("f"):

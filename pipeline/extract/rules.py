@@ -84,6 +84,8 @@ class _Found:
     evidence: str
     value: str
     valid_from: str | None
+    form: str = ""
+    """The catalogue form that read it; '' for the built-in readings."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,10 @@ class ClauseReading:
     """'' when the clause was read, else why not (a question)."""
     statement: str
     """The built-in reading (`my X is Y`, `X: Y`, a correction, a preference), if any."""
+    tried: tuple[str, ...]
+    """`attribute: form` of every catalogue form the clause was searched with."""
     hits: tuple[FormHit, ...]
+    """The forms that matched, each with its value(s) or the check that refused it."""
 
 
 class RulesExtractor:
@@ -160,8 +165,12 @@ class RulesExtractor:
         readings = []
         for clause, found, hits in self._readings(episode):
             skipped = "a question" if clause.questioned else ""
-            statement = f"{found[0].attribute} = {found[0].value!r}" if found else ""
-            readings.append(ClauseReading(clause.text, skipped, statement, tuple(hits)))
+            builtin = [f for f in found if f.form == ""]
+            statement = f"{builtin[0].attribute} = {builtin[0].value!r}" if builtin else ""
+            tried = () if skipped else tuple(
+                f"{form.attribute}: {form.form}" for form in self._forms.tried(clause.text)
+            )
+            readings.append(ClauseReading(clause.text, skipped, statement, tried, tuple(hits)))
         return readings
 
     def _find(self, episode: Episode) -> Iterator[_Found]:
@@ -186,7 +195,9 @@ class RulesExtractor:
                 if hit.refused or any(f.attribute == hit.attribute for f in found):
                     continue
                 last_attribute = hit.attribute
-                found += [_Found(hit.attribute, clause.text, v, valid_from) for v in hit.values]
+                found += [
+                    _Found(hit.attribute, clause.text, v, valid_from, hit.form) for v in hit.values
+                ]
             yield clause, found, hits
 
     def _typed(self, episode: Episode) -> Callable[[str, AttributeSpec], str]:
