@@ -22,8 +22,8 @@ on); **held-out** is session 2's episodes 250-500, which were never read while t
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
-import random
 import re
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -31,17 +31,17 @@ from typing import Any
 
 from pipeline.catalog.loader import bundled_catalog
 from pipeline.extract import extract
-from pipeline.extract.forms import NUMBER_WORDS
+from pipeline.extract.forms import NUMBER_WORDS, word_set
 from pipeline.settings import Settings
 from schemas.episodes import Episode
 from schemas.extraction import Candidate
 
 DEFAULT_MSC = Path(__file__).resolve().parents[2] / "shared" / "data" / "msc"
 DEV_SESSION_2_EPISODES = 250
-STOPWORDS = frozenset(  # noqa: SIM905  (a word list reads best as one string)
+STOPWORDS = word_set(
     "a an the i i'm im my me mine we our you your he she it its they them their this that "
-    "is am are was were be been being have has had do does did to of in on at for with and or "
-    "but so as by from about very really just also too not no like love enjoy am".split()
+    "is am are was were be been being have has had do does did to of in on at for with and "
+    "or but so as by from about very really just also too not no like love enjoy am"
 )
 CUES: dict[str, tuple[str, ...]] = {
     "preferred_name": ("name", "call", "called"),
@@ -55,7 +55,7 @@ CUES: dict[str, tuple[str, ...]] = {
     "education": ("study", "student", "major", "degree", "college", "school", "graduat", "univers"),
     "partner": ("husband", "wife", "partner", "boyfriend", "girlfriend", "married", "fianc"),
     "marital_status": ("married", "single", "divorced", "widow", "engaged", "separated"),
-    "children": ("kid", "child", "children", "son", "daughter", "boy", "girl"),
+    "number_of_children": ("kid", "child", "children", "son", "daughter", "boy", "girl"),
     "family_members": (
         "brother",
         "sister",
@@ -269,6 +269,11 @@ def _attribute_table(per_attribute: dict[str, Counter[str]]) -> dict[str, dict[s
     }
 
 
+def _draw(item: dict[str, Any], seed: int) -> str:
+    key = f"{seed}:{item['turn']}:{item['attribute']}:{item['value']}"
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--msc", type=Path, default=DEFAULT_MSC)
@@ -278,7 +283,9 @@ def main() -> None:
     figures, found = run(args.msc.resolve())
     print(json.dumps(figures, indent=2))
     if args.sample:
-        picked = random.Random(args.seed).sample(found, min(100, len(found)))
+        # Stable under small changes of the rules: a candidate's place in the order depends on
+        # itself only, so a re-run re-draws only the candidates that changed.
+        picked = sorted(found, key=lambda item: _draw(item, args.seed))[:100]
         args.sample.write_text(
             "\n".join(json.dumps(item, ensure_ascii=False) for item in picked) + "\n",
             encoding="utf-8",

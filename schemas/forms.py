@@ -10,15 +10,15 @@ A form is a short pattern such as `I (work|am working) (at|for) {value}`:
   starts a new phrase, or punctuation; `{name}` is a string value that must read as a name
   (no article, pronoun or digit first, not a common noun such as "town"), in any case;
   `{phrase}` is a string value that keeps its prepositions ("volunteer at the hospital"),
-  for activities; `{term}` is a value that must end in one of the attribute's `terms` (singular or plural,
-  any case, up to two words before it: "high school teacher");
+  for activities; `{term}` is a value that must end in one of the attribute's `terms`
+  (singular or plural, any case, up to two words before it: "high school teacher");
 - `{count}` is a number in digits or words, or `a`/`an`/`some`, that is read but not kept;
   `{change}` is a change verb (`changed`, `increased`, `raised`, `extended`, `adjusted`, `cut`,
   `moved`, `lowered`, `reduced`, `updated`, `switched`, `bumped`) with its auxiliaries.
 
 Every form holds exactly one `{value}`, `{phrase}`, `{name}` or `{term}` and at least one
-word; a `{value}`, `{phrase}` or `{name}` of a string attribute needs two words beside it, so "I'm {value}" cannot read
-"I'm tired".
+word; a `{value}`, `{phrase}` or `{name}` of a string attribute needs two words beside it, so
+"I'm {value}" cannot read "I'm tired".
 This module only parses and validates (the catalogue calls it at load); the extractor compiles
 the parsed forms to regular expressions.
 """
@@ -70,7 +70,9 @@ def parse_form(form: str) -> tuple[Part, ...]:
     slots = _slots(parts)
     values = [name for name in slots if name in VALUE_SLOTS]
     if len(values) != 1:
-        raise ValueError(f"{form!r}: a form needs exactly one {{value}}, {{phrase}}, {{name}} or {{term}}")
+        raise ValueError(
+            f"{form!r}: a form needs exactly one {{value}}, {{phrase}}, {{name}} or {{term}}"
+        )
     if not _has_word(parts):
         raise ValueError(f"{form!r}: a form needs at least one word besides its slots")
     return parts

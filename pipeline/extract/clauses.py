@@ -45,9 +45,7 @@ _GIVEN = (
 )
 _GIVEN_BREAK = re.compile(r"\s+(?=" + _GIVEN + ")", _FLAGS)
 _GIVEN_START = re.compile(r"^\W*" + _GIVEN, _FLAGS)
-_COMPANION = re.compile(
-    r"^(?:(?i:my|our|his|her|their|the|a|an)\s+[\w'-]+|[A-Z][\w'-]+)$"
-)
+_COMPANION = re.compile(r"^(?:(?i:my|our|his|her|their|the|a|an)\s+[\w'-]+|[A-Z][\w'-]+)$")
 _QUESTION = re.compile(r"^\W*(?:and\s+|but\s+|so\s+|also\s+|or\s+)?" + _QUESTION_START, _FLAGS)
 _TAG = re.compile(
     r"^\W*(?:(?:and|or)\s+)?(?:(?:do|did|are|have|can|would|will|don't|didn't|aren't|haven't|"
@@ -91,7 +89,7 @@ def clauses(text: str) -> Iterator[Clause]:
 def _companions_joined(
     sentence: str, start: int, parts: list[tuple[str, int]]
 ) -> list[tuple[str, int]]:
-    """"My wife and I live in Ohio" is one clause with a shared subject, not two."""
+    """ "My wife and I live in Ohio" is one clause with a shared subject, not two."""
     joined: list[tuple[str, int]] = []
     for text, offset in parts:
         if joined and _COMPANION.match(joined[-1][0]):

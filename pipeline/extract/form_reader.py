@@ -20,6 +20,7 @@ from pipeline.extract.forms import (
     enum_values,
     number_value,
     string_values,
+    word_set,
 )
 from schemas.catalog import AttributeSpec, Catalog, ValueType
 
@@ -50,11 +51,11 @@ NEGATION = re.compile(
 _SHARED_SUBJECT = re.compile(r"\b(?:and|&|with)\s*$", _FLAGS)
 # What may stand between a clause's start and a first-person form: "the zoo I work at" is a
 # relative clause, "well, since I work at" is not.
-_MAY_PRECEDE = frozenset(
-    "and but so well oh yes yeah yep also actually now currently still because since as cause "
-    "though then plus too really honestly definitely sure ok okay lol haha hi hey hello that "
-    "given anyway besides personally myself usually mostly right and ah aw wow cool nice great "
-    "hmm um uh nope".split()
+_MAY_PRECEDE = word_set(
+    "and but so well oh yes yeah yep also actually now currently still because since as "
+    "cause though then plus too really honestly definitely sure ok okay lol haha hi hey "
+    "hello that given anyway besides personally myself usually mostly right and ah aw wow "
+    "cool nice great hmm um uh nope"
 )
 _WORDS = re.compile(r"[\w'’-]+")
 TypedValue = Callable[[str, AttributeSpec], str]
@@ -80,6 +81,12 @@ class FormReader:
             for word in anchors(catalog, form):
                 self._index.setdefault(word, []).append(number)
         self._always = self._index.pop("", [])
+        self._slots = {(form.attribute, form.form): form.slot for form in self.forms}
+
+    def may_match(self, text: str) -> bool:
+        """Whether any form matches somewhere in `text`, clauses aside: most chat turns state
+        nothing and are dismissed before they are split into clauses."""
+        return any(self.forms[n].pattern.search(text) for n in self._tried(text))
 
     def read(self, clause: str, typed_value: TypedValue) -> list[FormHit]:
         """Every form that matches `clause`, refused or not; one standing hit per attribute,
@@ -98,7 +105,7 @@ class FormReader:
             hits.append(hit)
             if not hit.refused:
                 standing[form.attribute] = hit
-        return _prefer_terms(hits, standing, self.forms)
+        return _prefer_terms(hits, standing, self._slots) if len(hits) > 1 else hits
 
     def tried(self, clause: str) -> list[CompiledForm]:
         """The forms a clause is searched with: those one of whose words it contains."""
@@ -160,6 +167,8 @@ def _refusal(prefix: str, outside: str, span: str, form: CompiledForm) -> str:
     if _SHARED_SUBJECT.search(prefix):
         return "the subject is shared with someone else"
     last = prefix.rstrip()
+    if last.endswith(('"', "“", "‘")) or prefix.count('"') % 2:
+        return "quoted (someone's words, not a statement)"
     if form.personal and last and last[-1].isalnum():
         word = last.split()[-1].casefold()
         if word not in _MAY_PRECEDE:
@@ -168,9 +177,8 @@ def _refusal(prefix: str, outside: str, span: str, form: CompiledForm) -> str:
 
 
 def _prefer_terms(
-    hits: list[FormHit], standing: dict[str, FormHit], forms: list[CompiledForm]
+    hits: list[FormHit], standing: dict[str, FormHit], slots: dict[tuple[str, str], str]
 ) -> list[FormHit]:
-    slots = {(form.attribute, form.form): form.slot for form in forms}
     termed = {
         value
         for hit in standing.values()

@@ -17,7 +17,8 @@ from schemas.forms import VALUE_SLOTS, Choice, Part, Slot, Word, parse_form, val
 _FLAGS = re.IGNORECASE
 
 
-def _word_set(text: str) -> frozenset[str]:
+def word_set(text: str) -> frozenset[str]:
+    """The words of a list written as one string."""
     return frozenset(text.split())
 
 
@@ -52,7 +53,9 @@ _CLAUSE_STOP = (
     r"anymore|lol|haha|lmao|hehe|these\s+days|nowadays|either|yet|sometimes|usually|often|"
     r"occasionally|mostly|always|every|each|all|very|really|a\s+lot|lately|today|tonight|"
     r"tomorrow|yesterday|i|i'm|im|my|we|you|it's|it|its|those|these|them|this|him|her|his|"
-    r"their|our|your|like|better|more|than|then|unlike|alot|such|last|next|ago|here|there)\b"
+    r"their|our|your|like|better|more|than|then|unlike|alot|such|last|next|ago|here|there|"
+    r"myself|mainly|honestly|personally|especially|instead|anyway|though|once|twice|"
+    r"(?:a\s+few|several|many)\s+times|the\s+best|the\s+most|so\s+much|a\s+bit)\b"
 )
 _PREPOSITIONS = (
     r"|\s+(?:with|as|for|from|at|in|on|near|by|to|into|about|after|before|during|until)\b"
@@ -67,7 +70,7 @@ _LIST_JOINT = re.compile(
 _DANGLING = re.compile(r"(?:\s+(?:with|as|for|from|at|in|on|to|into|about|of|by))+$", _FLAGS)
 _DETERMINER = re.compile(r"^(?:a|an|the|some|any)\s+", _FLAGS)
 # Values that name nothing: pronouns, vague nouns, function words.
-_EMPTY_VALUE = _word_set(
+_EMPTY_VALUE = word_set(
     "it its it's this that these those them they him her his hers he she you your yours me my "
     "mine myself yourself we us our ours one ones thing things stuff idea ideas way kind sort "
     "lot lots bit part sound look fact time times one home here there now then what which who "
@@ -78,18 +81,18 @@ _EMPTY_VALUE = _word_set(
     "evening afternoon mornings evenings weekends weekend shifts shift their theirs big huge "
     "great good new"
 )
-_PARTICLES = _word_set("up out on off over around back down away")
-_LIGHT_VERBS = _word_set(
+_PARTICLES = word_set("up out on off over around back down away")
+_LIGHT_VERBS = word_set(
     "doing being having getting going spending playing making taking seeing trying using do "
-    "be have get go make take see try use watching reading living knowing play"
+    "be have get go make take see try use watching reading living knowing play listening watch"
 )
-_GENERIC_PLACES = _word_set(
+_GENERIC_PLACES = word_set(
     "town city village country countryside area place house apartment flat home suburb "
     "suburbs state states world farm neighborhood neighbourhood region island coast mountains "
     "woods middle same big small nice new old little quiet"
 )
 # Words that follow "I'm" or "my name is" without being a name.
-_NOT_NAMES = _word_set(
+_NOT_NAMES = word_set(
     "good fine great well ok okay doing tired happy sad new back here sorry glad excited so "
     "just not pretty very really busy bored from in at on going trying looking thinking "
     "feeling sure also still actually too about kind sort getting having being all alright "
@@ -132,7 +135,7 @@ def compile_forms(catalog: Catalog) -> list[CompiledForm]:
             parts = parse_form(form)
             leading = isinstance(parts[0], Slot) and parts[0].name == value_slot(parts)
             body = _sequence(parts, value_last=_value_last(parts))
-            anchor = r"^\W*" if leading else r"(?<![\w'])"
+            anchor = r"^\W*" if leading else r"\b"
             pattern = re.compile(anchor + body + r"(?![\w'])", _FLAGS)
             first = parts[0]
             personal = isinstance(first, Word) and first.text in _SUBJECTS and first.text != "my"
@@ -184,10 +187,14 @@ def _part(part: Part, value_last: bool) -> str:
 
 def string_values(span: str, spec: AttributeSpec, slot: str, *, leading: bool) -> list[str]:
     """The string value(s) a slot's span holds, or [] with none that reads as a value."""
+    if re.search(r"^(?:\S+\s+){0,5}?(?:you|your|yours)\b", span, _FLAGS):
+        return []  # "I love the hair that you have": the listener's, not the speaker's
     listed = spec.cardinality == "many" and slot == "term"
     if listed:  # "Spanish and Portuguese": the list's joints must survive the cut
         span = _LIST_JOINT.sub("\x1f", span)
-    text = _cut(span, leading=leading, phrase=slot == "phrase")
+    # "I love working with computers": a gerund keeps its prepositions, like a {phrase}.
+    gerund = not leading and bool(re.match(r"^\w{3,}ing\s+(?!(?:and|but|or)\b)", span))
+    text = _cut(span, leading=leading, phrase=slot == "phrase" or gerund)
     items = text.split("\x1f") if listed else [text]
     values = []
     for item in items[:4]:
@@ -257,7 +264,7 @@ def _cut(span: str, *, leading: bool, phrase: bool = False) -> str:
 
 
 def _clean(item: str) -> str:
-    value = _DETERMINER.sub("", item.strip(" .!,'\"")).strip()
+    value = _DETERMINER.sub("", item.strip(" .!,'\"/*~")).strip()
     return value if 0 < len(value.split()) <= MAX_VALUE_WORDS and len(value) <= 120 else ""
 
 
@@ -300,7 +307,7 @@ def is_number_type(spec: AttributeSpec) -> bool:
     return spec.type is ValueType.NUMBER
 
 
-_COMMON = _word_set(
+_COMMON = word_set(
     "i i'm im my me a an the am is are to at for in of on and have i've ive been was it that "
     "this with be do so not just really very got get"
 )
@@ -316,7 +323,7 @@ def anchors(catalog: Catalog, form: CompiledForm) -> frozenset[str]:
     if spec.type is ValueType.ENUM and form.slot == "value":
         return _variants(value.casefold().split()[0] for value in spec.values or [])
     groups: list[frozenset[str]] = [
-        _first_words((part,))
+        _anchor_words(part)
         for part in parts
         if isinstance(part, Word) or (isinstance(part, Choice) and not part.optional)
     ]
@@ -324,6 +331,24 @@ def anchors(catalog: Catalog, form: CompiledForm) -> frozenset[str]:
     rare = [group for group in groups if not group & _COMMON]
     chosen: frozenset[str] = min(rare or groups, key=len)
     return _variants(chosen)
+
+
+def _anchor_words(part: Word | Choice) -> frozenset[str]:
+    """A word every reading of `part` spells: the word itself, or for a choice the rarest
+    required word of each alternative ("I work|I'm working" -> work, working)."""
+    if isinstance(part, Word):
+        return frozenset({part.text})
+    words: set[str] = set()
+    for option in part.options:
+        required = [p.text for p in option if isinstance(p, Word)]
+        rare = [word for word in required if word not in _COMMON]
+        if rare:
+            words.add(rare[0])
+        elif required:
+            words.add(required[0])
+        else:
+            words |= _first_words(option)
+    return frozenset(words)
 
 
 def _first_words(parts: tuple[Part, ...]) -> frozenset[str]:

@@ -163,12 +163,16 @@ class RulesExtractor:
     def explain(self, episode: Episode) -> list[ClauseReading]:
         """Clause by clause, what was skipped, read and refused (before the guards)."""
         readings = []
-        for clause, found, hits in self._readings(episode):
+        for clause, found, hits in self._readings(episode, every_clause=True):
             skipped = "a question" if clause.questioned else ""
             builtin = [f for f in found if f.form == ""]
             statement = f"{builtin[0].attribute} = {builtin[0].value!r}" if builtin else ""
-            tried = () if skipped else tuple(
-                f"{form.attribute}: {form.form}" for form in self._forms.tried(clause.text)
+            tried = (
+                ()
+                if skipped
+                else tuple(
+                    f"{form.attribute}: {form.form}" for form in self._forms.tried(clause.text)
+                )
             )
             readings.append(ClauseReading(clause.text, skipped, statement, tried, tuple(hits)))
         return readings
@@ -177,9 +181,13 @@ class RulesExtractor:
         for _, found, _ in self._readings(episode):
             yield from found
 
-    def _readings(self, episode: Episode) -> Iterator[tuple[Clause, list[_Found], list[FormHit]]]:
+    def _readings(
+        self, episode: Episode, *, every_clause: bool = False
+    ) -> Iterator[tuple[Clause, list[_Found], list[FormHit]]]:
         last_attribute: str | None = None
         builtin = self._trigger.search(episode.text) is not None
+        if not (builtin or every_clause or self._forms.may_match(episode.text)):
+            return  # most chat turns match no form at all: no need to split them
         for clause in clauses(episode.text):
             if clause.questioned:
                 yield clause, [], []

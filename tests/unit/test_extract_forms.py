@@ -45,7 +45,7 @@ def kept(text: str, catalog: Catalog = PERSONAL) -> list[tuple[str, Any]]:
 STATED = [
     ("I live in california", [("home_city", "california")]),
     ("I work at mcdonald's", [("employer", "mcdonald's")]),
-    ("I have 4 kids", [("children", 4)]),
+    ("I have 4 kids", [("number_of_children", 4)]),
     ("I'm allergic to dogs", [("allergies", "dogs")]),
     ("I am vegan", [("diet", "vegan")]),
     ("I play the piano", [("hobbies", "piano")]),
