@@ -105,6 +105,14 @@ class Settings(BaseSettings):
     api_rate_burst: int = Field(
         default=100, ge=1, le=1_000_000, description="requests a key may send at once"
     )
+    ui_session_secret: SecretStr | None = Field(
+        default=None,
+        description="signs the review pages' session cookies and CSRF tokens; unset: a random "
+        "secret per `sgam serve` (sessions end when it restarts)",
+    )
+    ui_session_hours: float = Field(
+        default=8.0, gt=0, le=24 * 30, description="how long a review-page sign-in lasts"
+    )
 
     # The pipeline: intake, workers, the recurrence buffer, the hot path, consolidation.
     broker_url: str | None = Field(

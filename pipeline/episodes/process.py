@@ -33,7 +33,7 @@ from pipeline.policy.apply import ACTOR, Decision, Provenance, apply_candidate
 from pipeline.policy.decide import Lane
 from pipeline.read.facts import get
 from schemas.episodes import Episode
-from schemas.pipeline_events import DecisionRecord, EpisodeProcessedPayload, RefusalRecord
+from schemas.pipeline_events import EpisodeProcessedPayload, RefusalRecord
 
 
 @dataclass(frozen=True)
@@ -237,7 +237,7 @@ def _record(
         lane=origin.lane.value,
         extractor=usage.extractor,
         prompt_version=usage.prompt_version,
-        decisions=[DecisionRecord(**decision.to_json()) for decision in decisions],
+        decisions=[decision.record() for decision in decisions],
         refused=[
             RefusalRecord(attribute=refusal.update.attribute, reason=refusal.reason.value)
             for refusal in result.rejected
