@@ -76,9 +76,9 @@ def process_episodes(
         return store.run(lambda unit: finish(unit, claimed, extracted))
 
     def prepare(item: Claimed) -> Callable[[], Extracted]:
-        # The subject's values are read here, on this thread, so that the pool's threads
-        # need no database connection; the model's prompt always shows them.
-        context = replace(context_for(store, item.episode), current=_current(store, item.episode))
+        # The subject's values are read on the pool's thread, when the prompt is rendered:
+        # read one after another here, they would hold back every call behind them.
+        context = context_for(store, item.episode)
         return lambda: extractor.extract(item.episode, context)
 
     def commit(
