@@ -42,6 +42,7 @@ from schemas.episodes import EpisodeText, SourceKind
 from schemas.facts import Fact, Trust
 from schemas.fields import Identifier, UtcDatetime
 from schemas.intake import EpisodeIn
+from schemas.lifecycle import UNFINISHED, EpisodeStatus
 
 
 class RememberIn(BaseModel):
@@ -124,7 +125,7 @@ def _row(request: RememberIn, now: datetime) -> dict[str, Any]:
     )
     row = new_row(episode, lane=Lane.HOT, received_at=now)
     return row | {
-        "status": "processing",
+        "status": EpisodeStatus.PROCESSING,
         "attempts": 1,
         "started_at": now,
         "session_id": request.session_id,
@@ -169,7 +170,7 @@ def _defer(store: Store, claimed: Claimed) -> Remembered:
     def hand_over(unit: Unit) -> None:
         row = unit.session.get(EpisodeRow, claimed.key)
         assert row is not None
-        row.lane, row.status, row.lease_until = Lane.BACKGROUND.value, "pending", None
+        row.lane, row.status, row.lease_until = Lane.BACKGROUND.value, EpisodeStatus.PENDING, None
         row.enqueued_at = unit.clock()
 
     store.run(hand_over)
@@ -213,4 +214,4 @@ def _earlier(store: Store, request: RememberIn, episode_id: str) -> Remembered:
             )
         ).all()
         written = [Fact.model_validate(fact, from_attributes=True) for fact in facts]
-    return Remembered(row_id, written, deferred=status in ("pending", "processing"))
+    return Remembered(row_id, written, deferred=status in UNFINISHED)

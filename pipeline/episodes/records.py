@@ -13,6 +13,7 @@ from pipeline.policy.decide import Lane, episode_trust
 from schemas.episodes import Episode, SourceKind
 from schemas.facts import Trust
 from schemas.intake import EpisodeIn
+from schemas.lifecycle import EpisodeStatus
 
 
 def text_hash(text: str) -> str:
@@ -40,7 +41,7 @@ def new_row(episode: EpisodeIn, *, lane: Lane, received_at: datetime) -> dict[st
         "actor": episode.actor,
         "meta": episode.metadata or None,
         "lane": lane.value,
-        "status": "pending",
+        "status": EpisodeStatus.PENDING,
         "attempts": 0,
         "last_error": None,
         "error_kind": None,

@@ -30,6 +30,7 @@ from schemas.commands import PutFact
 from schemas.extraction import Candidate
 from schemas.facts import Cardinality, Fact, Trust
 from schemas.fields import canonical_json
+from schemas.lifecycle import CandidateStatus, DecisionAction
 
 ACTOR = "pipeline"
 
@@ -53,7 +54,7 @@ class Decision:
     or rejected (the ledger refused it; `error` says why)."""
 
     attribute: str
-    action: str
+    action: DecisionAction
     reason: str
     fact: Fact | None = None
     candidate_id: str | None = None
@@ -121,20 +122,22 @@ def apply_candidate(unit: Unit, origin: Provenance, candidate: Candidate) -> Dec
             actor=origin.actor,
         )
         sessions = f"supported by {result.support} sessions"
-        promoted = _settled(candidate.attribute, result, "promoted", sessions)
+        promoted = _settled(candidate.attribute, result, DecisionAction.PROMOTED, sessions)
         return promoted or Decision(
-            candidate.attribute, "buffered", verdict.reason, None, row.candidate_id
+            candidate.attribute, DecisionAction.BUFFERED, verdict.reason, None, row.candidate_id
         )
     if isinstance(verdict, Quarantine):
+        quarantined = DecisionAction.QUARANTINED
         return _write(
-            unit, where, origin, candidate, Trust.UNTRUSTED, signal, "quarantined", verdict.reason
+            unit, where, origin, candidate, Trust.UNTRUSTED, signal, quarantined, verdict.reason
         )
     waits = key.of_value(digest)
     if waits is not None:
         # A strong statement of a value that was waiting: the wait is over, and the fact
         # holds from the first time it was said.
         add_support(unit, key, candidate.value, support, actor=origin.actor)
-        status = "confirmed" if origin.lane is Lane.HOT else "promoted"
+        hot = origin.lane is Lane.HOT
+        status = CandidateStatus.CONFIRMED if hot else CandidateStatus.PROMOTED
         result = settle(
             unit,
             waits,
@@ -144,19 +147,30 @@ def apply_candidate(unit: Unit, origin: Provenance, candidate: Candidate) -> Dec
             actor=origin.actor,
             reason=f"stated by episode {origin.episode_id}",
         )
-        settled = _settled(candidate.attribute, result, status, "it was waiting in the buffer")
+        action = DecisionAction.CONFIRMED if hot else DecisionAction.PROMOTED
+        settled = _settled(candidate.attribute, result, action, "it was waiting in the buffer")
         if settled is not None:
             return settled
     return _write(
-        unit, where, origin, candidate, verdict.trust, signal, "written", "a strong signal"
+        unit,
+        where,
+        origin,
+        candidate,
+        verdict.trust,
+        signal,
+        DecisionAction.WRITTEN,
+        "a strong signal",
     )
 
 
-def _settled(attribute: str, result: Buffered, action: str, reason: str) -> Decision | None:
+def _settled(
+    attribute: str, result: Buffered, action: DecisionAction, reason: str
+) -> Decision | None:
     """What a promotion or confirmation led to; None while the candidate still waits."""
     if result.refused is not None:
         refused = str(result.refused)
-        return Decision(attribute, "rejected", refused, None, result.candidate_id, result.refused)
+        rejected = DecisionAction.REJECTED
+        return Decision(attribute, rejected, refused, None, result.candidate_id, result.refused)
     if result.fact is not None:
         return Decision(attribute, action, reason, result.fact.fact, result.candidate_id)
     return None
@@ -169,7 +183,7 @@ def _write(
     candidate: Candidate,
     trust: Trust,
     signal: float,
-    action: str,
+    action: DecisionAction,
     reason: str,
 ) -> Decision:
     outcome = write_fact(
@@ -187,7 +201,7 @@ def _write(
         ),
     )
     if isinstance(outcome, ConflictError):
-        return Decision(candidate.attribute, "rejected", str(outcome), error=outcome)
+        return Decision(candidate.attribute, DecisionAction.REJECTED, str(outcome), error=outcome)
     return Decision(candidate.attribute, action, reason, outcome.fact)
 
 

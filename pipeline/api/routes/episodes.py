@@ -30,6 +30,7 @@ from pipeline.api.problems import MalformedRequest
 from pipeline.api.routes.owned import require_owned
 from pipeline.errors import InvalidInput, InvalidLines
 from pipeline.validation import invalid_field
+from schemas.lifecycle import EpisodeStatus, ReceiptStatus
 
 router = APIRouter(prefix="/v1", tags=["episodes"])
 
@@ -84,7 +85,7 @@ async def post_episodes(
         raise InvalidLines(bad)
     report = await run_in_threadpool(pipeline.ingest, store, episodes)
     receipts = [receipt.to_json() for receipt in report.receipts]
-    queued = any(receipt["status"] == "queued" for receipt in receipts)
+    queued = any(receipt["status"] == ReceiptStatus.QUEUED for receipt in receipts)
     payload = {"receipts": receipts, "broker_down": report.broker_down}
     return json_bytes(json.dumps(payload).encode(), 202 if queued else 200)
 
@@ -134,7 +135,7 @@ def remember(
 def list_episodes(
     key: Reader,
     store: Opened,
-    status: str | None = None,
+    status: EpisodeStatus | None = None,
     session_id: str | None = None,
     subject: str | None = None,
     limit: int = 100,
@@ -167,5 +168,5 @@ def retry_episode(episode_id: str, key: Writer, store: Opened) -> Response:
     require_owned(store, key, "episode", episode_id)
     driven = pipeline.retry_episode(store, key.tenant_id, episode_id)
     outcome = driven.outcomes.get((key.tenant_id, episode_id))
-    status = outcome.status if outcome is not None else "queued"
+    status = outcome.status if outcome is not None else ReceiptStatus.QUEUED
     return json_bytes(json.dumps({"episode_id": episode_id, "status": status}).encode())

@@ -4,6 +4,7 @@ decision log. Each decision names the reviewer's key as its actor."""
 from __future__ import annotations
 
 import json
+from typing import Literal
 
 from fastapi import APIRouter
 from fastapi.responses import Response
@@ -18,6 +19,7 @@ from pipeline.api.problems import Forbidden
 from pipeline.api.routes.owned import require_owned
 from pipeline.db.store import Store
 from schemas.facts import Fact
+from schemas.lifecycle import CandidateStatus
 
 router = APIRouter(prefix="/v1", tags=["review"])
 _FACTS: TypeAdapter[list[Fact]] = TypeAdapter(list[Fact])
@@ -32,10 +34,10 @@ def list_candidates(
     key: Reviewer,
     store: Opened,
     subject: str | None = None,
-    status: str = "buffered",
+    status: CandidateStatus | Literal["all"] = CandidateStatus.BUFFERED,
     limit: int = 100,
 ) -> Response:
-    """`status`: buffered (default), promoted, confirmed, rejected, expired, reset, or all."""
+    """`status`: a candidate status (buffered by default), or all."""
     query = bind(key, {}) | {"status": None if status == "all" else status, "limit": limit}
     if subject is not None:
         query["subject"] = identifier("subject", subject)
