@@ -7,7 +7,7 @@ and the candidate, and an episode's support is counted once, so a retry writes n
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -16,6 +16,7 @@ from pipeline.buffer.candidates import (
     Subject,
     add_support,
     promote_if_eligible,
+    put_command,
     reset_contradicted,
     settle,
     value_hash,
@@ -26,7 +27,7 @@ from pipeline.errors import ConflictError
 from pipeline.ledger.batch import write_fact
 from pipeline.policy.decide import Buffer, Lane, Quarantine, Thresholds, confidence, decide
 from schemas.buffer import SupportRecord
-from schemas.commands import PutFact
+from schemas.episodes import Episode
 from schemas.extraction import Candidate
 from schemas.facts import Cardinality, Fact, Trust
 from schemas.fields import canonical_json
@@ -37,15 +38,29 @@ ACTOR = "pipeline"
 
 @dataclass(frozen=True)
 class Provenance:
-    """What the policy knows about the episode a candidate came from — never from the model."""
+    """What the policy knows about the episode a candidate came from — never from the model.
+    The episode carries the trust (decided once, when it was read), its session and time."""
 
-    episode_id: str
-    session_id: str | None
-    occurred_at: datetime
-    trust: Trust
+    episode: Episode
     lane: Lane
-    extractor: str
+    extractor: str = ""  # the extractor's name, once the episode was read
     actor: str = ACTOR  # who sent the episode: named on every decision taken for it
+
+    @property
+    def episode_id(self) -> str:
+        return self.episode.episode_id
+
+    @property
+    def session_id(self) -> str | None:
+        return self.episode.session_id
+
+    @property
+    def occurred_at(self) -> datetime:
+        return self.episode.occurred_at
+
+    @property
+    def trust(self) -> Trust:
+        return self.episode.trust
 
 
 @dataclass(frozen=True)
@@ -129,7 +144,15 @@ def apply_candidate(unit: Unit, origin: Provenance, candidate: Candidate) -> Dec
     if isinstance(verdict, Quarantine):
         quarantined = DecisionAction.QUARANTINED
         return _write(
-            unit, where, origin, candidate, Trust.UNTRUSTED, signal, quarantined, verdict.reason
+            unit,
+            where,
+            origin,
+            candidate,
+            support,
+            trust=Trust.UNTRUSTED,
+            signal=signal,
+            action=quarantined,
+            reason=verdict.reason,
         )
     waits = key.of_value(digest)
     if waits is not None:
@@ -156,10 +179,11 @@ def apply_candidate(unit: Unit, origin: Provenance, candidate: Candidate) -> Dec
         where,
         origin,
         candidate,
-        verdict.trust,
-        signal,
-        DecisionAction.WRITTEN,
-        "a strong signal",
+        support,
+        trust=verdict.trust,
+        signal=signal,
+        action=DecisionAction.WRITTEN,
+        reason="a strong signal",
     )
 
 
@@ -181,25 +205,23 @@ def _write(
     where: Subject,
     origin: Provenance,
     candidate: Candidate,
+    support: SupportRecord,
+    *,
     trust: Trust,
     signal: float,
     action: DecisionAction,
     reason: str,
 ) -> Decision:
-    outcome = write_fact(
-        unit,
-        PutFact(
-            **asdict(where),
-            value=candidate.value,
-            valid_from=candidate.valid_from,
-            source_episode_id=origin.episode_id,
-            evidence=candidate.evidence,
-            trust=trust,
-            confidence=signal,
-            actor=origin.actor,
-            idempotency_key=write_key(candidate),
-        ),
+    command = put_command(
+        where,
+        candidate.value,
+        support,
+        trust=trust,
+        confidence=signal,
+        actor=origin.actor,
+        idempotency_key=write_key(candidate),
     )
+    outcome = write_fact(unit, command)
     if isinstance(outcome, ConflictError):
         return Decision(candidate.attribute, DecisionAction.REJECTED, str(outcome), error=outcome)
     return Decision(candidate.attribute, action, reason, outcome.fact)

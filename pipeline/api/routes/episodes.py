@@ -7,29 +7,23 @@ for it is logged under that key.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
-from pydantic import ValidationError
 
 import pipeline
-from pipeline.access.keys import ApiKey
-from pipeline.api import answers
+from pipeline.api import answers, operations
 from pipeline.api.access import Reader, Writer, bind
-from pipeline.api.bodies import EpisodeBody, RememberBody
+from pipeline.api.bodies import RememberBody
 from pipeline.api.conventions import (
     IdempotencyHeader,
     Opened,
-    idempotency_key,
     identifier,
     json_bytes,
 )
 from pipeline.api.problems import MalformedRequest
 from pipeline.api.routes.owned import require_owned
-from pipeline.errors import InvalidInput, InvalidLines
-from pipeline.validation import invalid_field
 from schemas.lifecycle import EpisodeStatus, ReceiptStatus
 
 router = APIRouter(prefix="/v1", tags=["episodes"])
@@ -66,49 +60,8 @@ async def post_episodes(
         sent = json.loads(await request.body())
     except ValueError as error:
         raise MalformedRequest(f"the body is not JSON: {error}") from None
-    single = isinstance(sent, dict)
-    items = [sent] if single else sent
-    if not isinstance(items, list) or not items:
-        raise InvalidInput("body", "must be an episode object or a non-empty list of them")
-    limit = store.settings.api_max_batch
-    if len(items) > limit:
-        raise InvalidInput("body", f"has {len(items)} episodes; at most {limit} per request")
-    episodes: list[dict[str, Any]] = []
-    bad: list[tuple[int, str, str]] = []
-    for line, item in enumerate(items, 1):
-        episode = _episode(key, item, idempotency, None if single else line)
-        if isinstance(episode, tuple):
-            bad.append((line, *episode))
-        else:
-            episodes.append(episode)
-    if bad:
-        raise InvalidLines(bad)
-    report = await run_in_threadpool(pipeline.ingest, store, episodes)
-    receipts = [receipt.to_json() for receipt in report.receipts]
-    queued = any(receipt["status"] == ReceiptStatus.QUEUED for receipt in receipts)
-    payload = {"receipts": receipts, "broker_down": report.broker_down}
-    return json_bytes(json.dumps(payload).encode(), 202 if queued else 200)
-
-
-def _episode(
-    key: ApiKey, item: Any, header: str | None, line: int | None
-) -> dict[str, Any] | tuple[str, str]:
-    """The episode as the pipeline takes it, or (field, problem). A tenant, agent or purpose
-    other than the key's is refused at once (403)."""
-    try:
-        body = EpisodeBody.model_validate(item)
-    except ValidationError as exc:
-        error = invalid_field(exc.errors()[0])
-        return error.field, error.problem
-    fields = bind(key, body.model_dump(exclude_unset=True)) | {"actor": key.key_id}
-    if header is not None and line is not None:
-        if body.model_dump().get("idempotency_key") is not None:
-            return "idempotency_key", "give it per episode or in the Idempotency-Key header"
-        header = f"{header}:{line}"
-    try:
-        return idempotency_key(header, fields)
-    except InvalidInput as error:
-        return error.field, error.problem
+    answer, queued = await run_in_threadpool(operations.ingest, store, key, sent, idempotency)
+    return json_bytes(json.dumps(answer).encode(), 202 if queued else 200)
 
 
 @router.post(
@@ -122,9 +75,8 @@ def remember(
     """The same answer as `sgam remember --json`; a write the ledger refused is listed under
     `rejected` with the reason (FactConflict, TrustRejected). Retrying with the same
     Idempotency-Key answers what the first request wrote."""
-    fields = bind(key, body.model_dump(exclude_unset=True)) | {"actor": key.key_id}
-    result = pipeline.remember(store, idempotency_key(idempotency, fields))
-    return json_bytes(json.dumps(result.to_json()).encode())
+    answer = operations.remember(store, key, body.model_dump(exclude_unset=True), idempotency)
+    return json_bytes(json.dumps(answer).encode())
 
 
 @router.get(

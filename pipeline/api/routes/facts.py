@@ -11,11 +11,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
-from pydantic import TypeAdapter
 
 import pipeline
-from pipeline.access.keys import ApiKey
-from pipeline.api import answers
+from pipeline.api import answers, operations
 from pipeline.api.access import Reader, Reviewer, Writer, bind
 from pipeline.api.bodies import PutBody
 from pipeline.api.conventions import (
@@ -29,12 +27,10 @@ from pipeline.api.conventions import (
     identifier,
     json_bytes,
 )
-from pipeline.api.problems import Forbidden
 from pipeline.api.routes.owned import require_owned
 from schemas.facts import Cardinality, Fact
 
 router = APIRouter(prefix="/v1", tags=["facts"])
-_FACTS: TypeAdapter[list[Fact]] = TypeAdapter(list[Fact])
 Text = Annotated[str | None, Query()]
 
 
@@ -47,11 +43,6 @@ async def scope_query(
 
 
 Scope = Annotated[dict[str, str], Depends(scope_query)]
-
-
-def read_scope(key: ApiKey, subject: str, named: dict[str, str]) -> dict[str, object]:
-    """The scope of a read: the key's, the path's subject, what the query names."""
-    return bind(key, named) | {"subject": identifier("subject", subject, subject=True)}
 
 
 @router.put(
@@ -97,16 +88,21 @@ def get_facts(
 ) -> Response:
     """With a single-valued `attribute`, the ETag is the holding fact's version (`"0"`: none),
     the value to send in If-Match. `include_quarantined` needs the reviewer role."""
-    if include_quarantined and not key.allows("reviewer"):
-        raise Forbidden("include_quarantined needs the reviewer role")
-    query = read_scope(key, subject, named)
-    query |= given(attribute=attribute, at=at, known_at=known_at)
-    facts = pipeline.get(store, query | {"include_quarantined": include_quarantined})
+    found = operations.facts(
+        store,
+        key,
+        subject,
+        named,
+        attribute=attribute,
+        at=at,
+        known_at=known_at,
+        include_quarantined=include_quarantined,
+    )
     headers = {}
     spec = store.catalog.attributes.get(attribute) if attribute is not None else None
     if spec is not None and spec.cardinality is Cardinality.ONE:
-        headers["ETag"] = etag(facts[0].version if facts else 0)
-    return json_bytes(_FACTS.dump_json(facts), headers=headers)
+        headers["ETag"] = etag(found[0]["version"] if found else 0)
+    return json_bytes(json.dumps(found).encode(), headers=headers)
 
 
 @router.get(
@@ -123,10 +119,10 @@ def get_history(
     known_at: Text = None,
     versions: bool = False,
 ) -> Response:
-    query = read_scope(key, subject, named)
-    query["attribute"] = identifier("attribute", attribute)
-    query |= given(known_at=known_at)
-    return json_bytes(_FACTS.dump_json(pipeline.history(store, query, versions=versions)))
+    timeline = operations.history(
+        store, key, subject, attribute, named, known_at=known_at, versions=versions
+    )
+    return json_bytes(json.dumps(timeline).encode())
 
 
 @router.get(
@@ -143,11 +139,10 @@ def get_context(
     budget_tokens: Text = None,
 ) -> Response:
     """`text` joins the items as a model would be given them."""
-    asked = read_scope(key, subject, named)
-    asked |= given(query=query, budget_tokens=budget_tokens)
-    assembled = pipeline.assemble(store, asked)
-    payload = assembled.model_dump(mode="json") | {"text": assembled.text}
-    return json_bytes(json.dumps(payload).encode())
+    answer = operations.context(
+        store, key, subject, named, query=query, budget_tokens=budget_tokens
+    )
+    return json_bytes(json.dumps(answer).encode())
 
 
 @router.post(

@@ -4,20 +4,17 @@ decision log. Each decision names the reviewer's key as its actor."""
 from __future__ import annotations
 
 import json
-from typing import Literal
 
 from fastapi import APIRouter
 from fastapi.responses import Response
 from pydantic import TypeAdapter
 
 import pipeline
-from pipeline.access.keys import ApiKey
-from pipeline.api import answers
+from pipeline.api import answers, operations
 from pipeline.api.access import Reviewer, bind
 from pipeline.api.conventions import Opened, given, identifier, json_bytes
+from pipeline.api.operations import CandidateFilter
 from pipeline.api.problems import Forbidden
-from pipeline.api.routes.owned import require_owned
-from pipeline.db.store import Store
 from schemas.facts import Fact
 from schemas.lifecycle import CandidateStatus
 
@@ -34,27 +31,12 @@ def list_candidates(
     key: Reviewer,
     store: Opened,
     subject: str | None = None,
-    status: CandidateStatus | Literal["all"] = CandidateStatus.BUFFERED,
+    status: CandidateFilter = CandidateStatus.BUFFERED,
     limit: int = 100,
 ) -> Response:
     """`status`: a candidate status (buffered by default), or all."""
-    query = bind(key, {}) | {"status": None if status == "all" else status, "limit": limit}
-    if subject is not None:
-        query["subject"] = identifier("subject", subject)
-    return json_bytes(json.dumps(pipeline.list_candidates(store, query)).encode())
-
-
-def _decide(verb: str, candidate_id: str, key: ApiKey, store: Store) -> Response:
-    candidate_id = identifier("candidate_id", candidate_id)
-    require_owned(store, key, "candidate", candidate_id)
-    command = {"tenant_id": key.tenant_id, "candidate_id": candidate_id, "actor": key.key_id}
-    result = getattr(pipeline, verb)(store, command)
-    answer = answers.Decided(
-        candidate_id=result.candidate_id,
-        status=result.status,
-        fact=result.fact.fact if result.fact is not None else None,
-    )
-    return json_bytes(answer.model_dump_json().encode())
+    found = operations.candidates(store, key, subject=subject, status=status, limit=limit)
+    return json_bytes(json.dumps(found).encode())
 
 
 @router.post(
@@ -64,7 +46,7 @@ def _decide(verb: str, candidate_id: str, key: ApiKey, store: Store) -> Response
 )
 def confirm(candidate_id: str, key: Reviewer, store: Opened) -> Response:
     """409 when the candidate is no longer buffered, or the ledger refuses the fact."""
-    return _decide("confirm", candidate_id, key, store)
+    return json_bytes(json.dumps(operations.decide(store, key, "confirm", candidate_id)).encode())
 
 
 @router.post(
@@ -73,7 +55,7 @@ def confirm(candidate_id: str, key: Reviewer, store: Opened) -> Response:
     responses={200: {"model": answers.Decided}},
 )
 def reject(candidate_id: str, key: Reviewer, store: Opened) -> Response:
-    return _decide("reject", candidate_id, key, store)
+    return json_bytes(json.dumps(operations.decide(store, key, "reject", candidate_id)).encode())
 
 
 @router.get(

@@ -8,17 +8,13 @@ import json
 from fastapi import APIRouter
 from fastapi.responses import Response
 
-import pipeline
-from pipeline.api import answers
+from pipeline.api import answers, operations
 from pipeline.api.access import Admin
 from pipeline.api.conventions import (
     IdempotencyHeader,
     Opened,
-    idempotency_key,
-    identifier,
     json_bytes,
 )
-from pipeline.api.problems import Forbidden
 
 router = APIRouter(prefix="/v1", tags=["subjects"])
 
@@ -36,14 +32,5 @@ def forget(
     idempotency: IdempotencyHeader = None,
 ) -> Response:
     """Forgetting spans every agent and purpose of the tenant, so a key bound to one may not."""
-    if key.agent_id is not None or key.purpose is not None:
-        raise Forbidden("forgetting spans every agent and purpose; this key is bound to one")
-    command = {
-        "tenant_id": key.tenant_id,
-        "subject": identifier("subject", subject, subject=True),
-        "purge": purge,
-        "actor": key.key_id,
-    }
-    result = pipeline.forget(store, idempotency_key(idempotency, command))
-    answer = result.to_json() | {"files_scrubbed": result.files_scrubbed}
+    answer = operations.forget(store, key, subject, purge=purge, idempotency=idempotency)
     return json_bytes(json.dumps(answer).encode())
