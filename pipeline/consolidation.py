@@ -25,8 +25,7 @@ from pipeline.episodes.drive import drive, sweep
 from pipeline.errors import InvalidInput
 from pipeline.ledger import events
 from pipeline.ledger.expire import expire
-from pipeline.policy.apply import ACTOR, thresholds_of
-from pipeline.policy.decide import Wait, buffered_rule
+from pipeline.policy.apply import ACTOR, promotion_rule
 from pipeline.validation import parse
 from schemas.facts import Trust
 from schemas.fields import Identifier, UtcDatetime, format_utc
@@ -109,18 +108,10 @@ def _buffered(unit: Unit, tenant: str | None) -> list[CandidateRow]:
     return list(unit.session.scalars(query.order_by(CandidateRow.created_at)))
 
 
-def _rule(unit: Unit, row: CandidateRow) -> Wait | None:
-    """What the promotion rule asks of this candidate now (the catalogue may have changed)."""
-    spec = unit.catalog.attributes.get(row.attribute)
-    if spec is None:
-        return None
-    return buffered_rule(spec, thresholds_of(unit))
-
-
 def _promote_eligible(unit: Unit, tenant: str | None) -> int:
     promoted = 0
     for row in _buffered(unit, tenant):
-        rule = _rule(unit, row)
+        rule = promotion_rule(unit, row.attribute)
         if rule is None or rule.times is None:
             continue
         result = promote_if_eligible(
@@ -139,7 +130,7 @@ def _promote_eligible(unit: Unit, tenant: str | None) -> int:
 def _expire_candidates(unit: Unit, now: datetime, tenant: str | None) -> int:
     expired = 0
     for row in _buffered(unit, tenant):
-        rule = _rule(unit, row)
+        rule = promotion_rule(unit, row.attribute)
         window = (
             rule.window if rule is not None else timedelta(days=unit.settings.buffer_window_days)
         )

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from sqlalchemy import select
 
+from pipeline.db.inserts import check_columns
 from pipeline.db.models import EPISODES, EpisodeRow, FactRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
@@ -38,9 +39,9 @@ from pipeline.extract.result import ExtractionResult
 from pipeline.policy.apply import ACTOR, Decision, Provenance
 from pipeline.policy.decide import Lane, episode_trust
 from pipeline.validation import parse
-from schemas.episodes import Episode, EpisodeText, SourceKind
+from schemas.episodes import Episode, EpisodeText, EpisodeTime, SourceKind
 from schemas.facts import Fact, Trust
-from schemas.fields import Identifier, UtcDatetime
+from schemas.fields import Identifier
 from schemas.lifecycle import UNFINISHED, EpisodeStatus
 
 
@@ -51,7 +52,13 @@ class RememberIn(BaseModel):
     subject: Identifier
     text: EpisodeText
     session_id: Identifier | None = None
-    at: UtcDatetime | None = Field(default=None, description="when it was said (default: now)")
+    # `occurred_at`, as on an episode; `at` is the older name, still accepted. (The plugin
+    # cannot type an __init__ keyword for two names; the models are built by validation.)
+    occurred_at: EpisodeTime | None = Field(  # type: ignore[pydantic-alias]
+        default=None,
+        validation_alias=AliasChoices("occurred_at", "at"),
+        description="when it was said (default: now); relative dates resolve in its offset",
+    )
     agent_id: Identifier = "default"
     purpose: Identifier = "default"
     episode_id: Identifier | None = None
@@ -127,7 +134,7 @@ def _claimed(request: RememberIn, now: datetime) -> Claimed:
         subject=request.subject,
         session_id=request.session_id,
         source=request.source,
-        occurred_at=request.at or now,
+        occurred_at=request.occurred_at or now,
         text=request.text,
         trust=episode_trust(request.source, request.trust, Lane.HOT),
     )
@@ -137,6 +144,7 @@ def _claimed(request: RememberIn, now: datetime) -> Claimed:
 
 def _insert(unit: Unit, row: dict[str, Any]) -> bool:
     """Store the episode unless it was received before (its id or idempotency key)."""
+    check_columns(EPISODES, [row])
     inserted = unit.session.execute(
         unit.backend.insert_new(EPISODES).returning(EpisodeRow.episode_id), [row]
     ).first()

@@ -7,7 +7,7 @@ only by the claim that still owns it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
@@ -18,8 +18,10 @@ from pipeline.db.models import EpisodeRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.episodes.dispatch import EpisodeKey
+from pipeline.episodes.inflight import run_in_flight
 from pipeline.episodes.records import as_episode
 from pipeline.errors import LlmFailure, RetryableError, SgamError
+from pipeline.extract.backends import RULES
 from pipeline.extract.choose import choose
 from pipeline.extract.guards import current_values
 from pipeline.extract.llm import LlmClient
@@ -31,7 +33,7 @@ from pipeline.policy.decide import Lane
 from pipeline.read.facts import get
 from schemas.episodes import Episode
 from schemas.lifecycle import EpisodeError, EpisodeStatus, EventKind, ReceiptStatus
-from schemas.pipeline_events import DecisionRecord, EpisodeProcessedPayload, RefusalRecord
+from schemas.pipeline_events import EpisodeProcessedPayload, RefusalRecord
 
 
 @dataclass(frozen=True)
@@ -62,10 +64,29 @@ Extracted = ExtractionResult | SgamError | Exception
 def process_episodes(
     store: Store, keys: Sequence[EpisodeKey], *, llm: LlmClient | None = None
 ) -> dict[EpisodeKey, Outcome]:
+    """Claim, extract and finish a batch. The rules take microseconds an episode: one unit of
+    work for the whole batch. A model takes as long as the endpoint does: every episode's
+    call in flight at once, each committed when its answer is in (`inflight`)."""
     extractor = choose(store.settings, llm=llm)
     claimed = store.run(lambda unit: claim(unit, keys))
-    extracted = {item.key: run_extraction(store, item.episode, extractor) for item in claimed}
-    return store.run(lambda unit: finish(unit, claimed, extracted))
+    if not claimed:
+        return {}
+    if extractor is RULES:
+        extracted = {item.key: run_extraction(store, item.episode, extractor) for item in claimed}
+        return store.run(lambda unit: finish(unit, claimed, extracted))
+
+    def prepare(item: Claimed) -> Callable[[], Extracted]:
+        # The subject's values are read here, on this thread, so that the pool's threads
+        # need no database connection; the model's prompt always shows them.
+        context = replace(context_for(store, item.episode), current=_current(store, item.episode))
+        return lambda: extractor.extract(item.episode, context)
+
+    def commit(
+        done: list[Claimed], results: dict[EpisodeKey, Extracted]
+    ) -> dict[EpisodeKey, Outcome]:
+        return store.run(lambda unit: finish(unit, done, results))
+
+    return run_in_flight(store, claimed, prepare, commit)
 
 
 def claim(unit: Unit, keys: Sequence[EpisodeKey], lane: Lane | None = None) -> list[Claimed]:
@@ -217,7 +238,7 @@ def _record(
         lane=origin.lane.value,
         extractor=usage.extractor,
         prompt_version=usage.prompt_version,
-        decisions=[DecisionRecord(**decision.to_json()) for decision in decisions],
+        decisions=[decision.record() for decision in decisions],
         refused=[
             RefusalRecord(attribute=refusal.update.attribute, reason=refusal.reason.value)
             for refusal in result.rejected

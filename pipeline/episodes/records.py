@@ -87,7 +87,7 @@ def _row(
         "trust": trust.value if trust is not None else None,
         "idempotency_key": idempotency_key,
         "actor": actor,
-        "meta": meta,
+        "metadata": meta,  # column names: an insert ignores "meta"
         "lane": lane.value,
         "status": EpisodeStatus.PENDING,
         "attempts": 0,

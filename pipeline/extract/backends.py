@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from pipeline.extract.llm import LlmClient
+from pipeline.extract.llm import LlmClient, shared_client
 from pipeline.extract.prompting import PROMPT_NAME, render_messages
 from pipeline.extract.protocol import ExtractionContext, judged
 from pipeline.extract.result import ExtractionResult
@@ -48,8 +48,8 @@ RULES = RulesBackend()
 
 
 class ModelBackend:
-    """A model asked through `client`, or, without one, through a client built for each
-    episode from `settings` (and closed after it)."""
+    """A model asked through `client`, or, without one, through this process's client for
+    `settings` (`llm.shared_client`: one per process, its connections reused)."""
 
     version: str | None = PROMPT_NAME
 
@@ -63,20 +63,17 @@ class ModelBackend:
 
     def within(self, seconds: float) -> ModelBackend:
         """The same endpoint, giving up after `seconds` in all (the hot path's deadline)."""
-        client = self.client if self.client is not None else LlmClient(self.settings)
-        return ModelBackend(self.settings, client.within(seconds))
+        return ModelBackend(self.settings, self._client().within(seconds))
+
+    def _client(self) -> LlmClient:
+        return self.client if self.client is not None else shared_client(self.settings)
 
     def extract(self, episode: Episode, context: ExtractionContext) -> ExtractionResult:
-        client = self.client if self.client is not None else LlmClient(self.settings)
-        try:
-            answer, usage = client.ask(
-                render_messages(episode, context.catalog, context.current),
-                response_model(context.catalog),
-                prompt_version=PROMPT_NAME,
-            )
-        finally:
-            if self.client is None:
-                client.close()
+        answer, usage = self._client().ask(
+            render_messages(episode, context.catalog, context.current),
+            response_model(context.catalog),
+            prompt_version=PROMPT_NAME,
+        )
         return judged(episode, answer.updates, context, usage)
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from pipeline.buffer.candidates import (
     Buffered,
@@ -25,13 +24,23 @@ from pipeline.buffer.candidates import (
 from pipeline.db.unit import Unit
 from pipeline.errors import ConflictError
 from pipeline.ledger.batch import write_fact
-from pipeline.policy.decide import Buffer, Lane, Quarantine, Thresholds, confidence, decide
+from pipeline.policy.decide import (
+    Buffer,
+    Lane,
+    Quarantine,
+    Thresholds,
+    Wait,
+    buffered_rule,
+    confidence,
+    decide,
+)
 from schemas.buffer import SupportRecord
 from schemas.episodes import Episode
 from schemas.extraction import Candidate
 from schemas.facts import Cardinality, Fact, Trust
 from schemas.fields import canonical_json
 from schemas.lifecycle import CandidateStatus, DecisionAction
+from schemas.pipeline_events import DecisionRecord
 
 ACTOR = "pipeline"
 
@@ -75,15 +84,15 @@ class Decision:
     candidate_id: str | None = None
     error: ConflictError | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def record(self) -> DecisionRecord:
         """Ids and reasons only: a decision record never carries the value or the evidence."""
-        return {
-            "attribute": self.attribute,
-            "action": self.action,
-            "reason": self.reason,
-            "fact_id": self.fact.fact_id if self.fact else None,
-            "candidate_id": self.candidate_id,
-        }
+        return DecisionRecord(
+            attribute=self.attribute,
+            action=self.action,
+            reason=self.reason,
+            fact_id=self.fact.fact_id if self.fact else None,
+            candidate_id=self.candidate_id,
+        )
 
 
 def thresholds_of(unit: Unit) -> Thresholds:
@@ -94,6 +103,14 @@ def thresholds_of(unit: Unit) -> Thresholds:
         weak_window=timedelta(days=settings.weak_window_days),
         buffer_window=timedelta(days=settings.buffer_window_days),
     )
+
+
+def promotion_rule(unit: Unit, attribute: str) -> Wait | None:
+    """What a buffered candidate of `attribute` waits for now (the catalogue may have changed
+    since it was buffered): consolidation promotes and expires by it, and the review pages
+    show how far a candidate has got. None: it never leaves the buffer on its own."""
+    spec = unit.catalog.attributes.get(attribute)
+    return buffered_rule(spec, thresholds_of(unit)) if spec is not None else None
 
 
 def apply_candidate(unit: Unit, origin: Provenance, candidate: Candidate) -> Decision:

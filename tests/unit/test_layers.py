@@ -16,8 +16,11 @@ top-level module of `pipeline`; units on one line are independent of each other)
 10. pipeline.hot_path, pipeline.consolidation, pipeline.rebuild (replay of the whole log)
 11. pipeline.demo
 12. pipeline                the public Python API (`pipeline/__init__.py`)
-13. pipeline.api, pipeline.cli   the edges: HTTP service and command line
-14. workers                 the Celery tasks
+13. pipeline.api            the HTTP service's routes, operations, access and problems
+14. pipeline.ui             the review UI (server-rendered pages over the API's operations)
+15. pipeline.api.app, pipeline.cli   the composition roots: the HTTP app (mounts the API's
+                            routers and the UI) and the command line
+16. workers                 the Celery tasks
 
 The rule is checked on the source with `ast`, imports inside functions and under
 TYPE_CHECKING included: a lazy import is still a dependency.
@@ -44,9 +47,13 @@ LAYERS: list[tuple[str, ...]] = [
     ("pipeline.hot_path", "pipeline.consolidation", "pipeline.rebuild"),
     ("pipeline.demo",),
     ("pipeline",),
-    ("pipeline.api", "pipeline.cli"),
+    ("pipeline.api",),
+    ("pipeline.ui",),
+    ("pipeline.api.app", "pipeline.cli"),
     ("workers",),
 ]
+# Modules that are a unit of their own, apart from their package.
+OWN_UNITS = {"pipeline.api.app"}
 LEVEL = {unit: level for level, units in enumerate(LAYERS) for unit in units}
 
 
@@ -67,6 +74,8 @@ MODULES = _modules()
 def unit_of(module: str) -> str:
     """`pipeline.ledger.write` → `pipeline.ledger`; `pipeline` itself is the public API."""
     parts = module.split(".")
+    if ".".join(parts[:3]) in OWN_UNITS:
+        return ".".join(parts[:3])
     if parts[0] != "pipeline" or len(parts) == 1:
         return parts[0]
     return ".".join(parts[:2])
