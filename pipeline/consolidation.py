@@ -26,8 +26,7 @@ from pipeline.errors import InvalidInput
 from pipeline.ledger import events
 from pipeline.ledger.events import EventKind
 from pipeline.ledger.expire import expire
-from pipeline.policy.apply import ACTOR, thresholds_of
-from pipeline.policy.decide import Buffer, Lane, decide
+from pipeline.policy.apply import ACTOR, promotion_rule
 from pipeline.validation import parse
 from schemas.facts import Trust
 from schemas.fields import Identifier, UtcDatetime, format_utc
@@ -36,6 +35,11 @@ from schemas.pipeline_events import ConsolidationPayload
 KIND = "consolidation"
 STEPS = ("promoted", "expired_candidates", "expired_facts", "redriven", "requeued")
 Step = Callable[[str], None]
+# A candidate that waits for sessions came from the background lane with an inferred trust
+# (a verified or user-confirmed one is written at once), and the buffer keeps no episode's
+# confidence: a fact promoted on support alone is written with none.
+PROMOTED_TRUST = Trust.INFERRED
+PROMOTED_CONFIDENCE = 0.0
 
 
 class ConsolidateCommand(BaseModel):
@@ -105,25 +109,10 @@ def _buffered(unit: Unit, tenant: str | None) -> list[CandidateRow]:
     return list(unit.session.scalars(query.order_by(CandidateRow.created_at)))
 
 
-def _rule(unit: Unit, row: CandidateRow) -> Buffer | None:
-    """What the policy would ask of this candidate now (the catalogue may have changed)."""
-    spec = unit.catalog.attributes.get(row.attribute)
-    if spec is None:
-        return None
-    verdict = decide(
-        spec,
-        trust=Trust.INFERRED,
-        lane=Lane.BACKGROUND,
-        confidence=0.0,
-        thresholds=thresholds_of(unit),
-    )
-    return verdict if isinstance(verdict, Buffer) else None
-
-
 def _promote_eligible(unit: Unit, tenant: str | None) -> int:
     promoted = 0
     for row in _buffered(unit, tenant):
-        rule = _rule(unit, row)
+        rule = promotion_rule(unit, row.attribute)
         if rule is None or rule.times is None:
             continue
         result = promote_if_eligible(
@@ -131,8 +120,8 @@ def _promote_eligible(unit: Unit, tenant: str | None) -> int:
             row,
             times=rule.times,
             window=rule.window,
-            trust=Trust.INFERRED,
-            confidence=rule.confidence,
+            trust=PROMOTED_TRUST,
+            confidence=PROMOTED_CONFIDENCE,
             actor=ACTOR,
         )
         promoted += result.fact is not None
@@ -142,7 +131,7 @@ def _promote_eligible(unit: Unit, tenant: str | None) -> int:
 def _expire_candidates(unit: Unit, now: datetime, tenant: str | None) -> int:
     expired = 0
     for row in _buffered(unit, tenant):
-        rule = _rule(unit, row)
+        rule = promotion_rule(unit, row.attribute)
         window = (
             rule.window if rule is not None else timedelta(days=unit.settings.buffer_window_days)
         )

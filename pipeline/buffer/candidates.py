@@ -30,7 +30,7 @@ from schemas.buffer import (
     SupportRecord,
 )
 from schemas.commands import PutFact
-from schemas.facts import Trust
+from schemas.facts import JsonValue, Trust
 
 BUFFERED = "buffered"
 
@@ -62,6 +62,31 @@ class Buffered:
     support: int
     fact: PutResult | None = None
     refused: ConflictError | None = None
+
+
+def put_command(
+    where: Subject,
+    value: JsonValue,
+    support: SupportRecord,
+    *,
+    trust: Trust,
+    confidence: float,
+    actor: str,
+    idempotency_key: str,
+) -> PutFact:
+    """The ledger write of a value said by `support`'s episode — for a candidate written at
+    once (the policy) and for one promoted or confirmed out of the buffer alike."""
+    return PutFact(
+        **asdict(where),
+        value=value,
+        valid_from=support.valid_from,
+        source_episode_id=support.episode_id,
+        evidence=support.evidence,
+        trust=trust,
+        confidence=confidence,
+        actor=actor,
+        idempotency_key=idempotency_key,
+    )
 
 
 def value_hash(value: object) -> str:
@@ -164,20 +189,16 @@ def settle(
     close the candidate. A refusal by the ledger leaves the candidate buffered."""
     supports = supports_of(unit, row.candidate_id)
     first = first_support(supports)
-    outcome = write_fact(
-        unit,
-        PutFact(
-            **asdict(_where(row)),
-            value=row.value,
-            valid_from=first.valid_from,
-            source_episode_id=first.episode_id,
-            evidence=first.evidence,
-            trust=trust,
-            confidence=confidence,
-            actor=actor,
-            idempotency_key=f"candidate:{row.candidate_id}",
-        ),
+    command = put_command(
+        _where(row),
+        row.value,
+        first,
+        trust=trust,
+        confidence=confidence,
+        actor=actor,
+        idempotency_key=f"candidate:{row.candidate_id}",
     )
+    outcome = write_fact(unit, command)
     if isinstance(outcome, ConflictError):
         return Buffered(row.candidate_id, row.status, row.support, refused=outcome)
     payload = DecidedPayload(

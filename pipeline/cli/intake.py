@@ -58,7 +58,9 @@ def ingest(file: Path, skip_invalid: bool, as_json: bool) -> None:
 @click.option("--subject", required=True, help="Whom the statement is about.")
 @click.option("--text", required=True, help="What the user said ('-' for stdin).")
 @click.option("--session", help="The conversation it was said in.")
-@click.option("--at", help="When it was said (default: now).")
+@click.option(
+    "--occurred-at", "--at", "occurred_at", help="When it was said (default: now); RFC 3339."
+)
 @click.option("--agent", default="default", show_default=True, help="Agent scope.")
 @click.option("--purpose", default="default", show_default=True, help="Purpose scope.")
 @click.option("--episode-id", help="The caller's id for the episode.")

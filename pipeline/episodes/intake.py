@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy import select
 
+from pipeline.db.inserts import check_columns
 from pipeline.db.models import EPISODES, EpisodeRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
@@ -110,6 +111,7 @@ Stored = list[tuple[Receipt, EpisodeKey | None]]
 def _store_chunk(unit: Unit, *, chunk: list[tuple[int, EpisodeIn]]) -> Stored:
     now = unit.clock()
     rows = [new_row(episode, lane=Lane.BACKGROUND, received_at=now) for _, episode in chunk]
+    check_columns(EPISODES, rows)
     returned = unit.session.execute(
         unit.backend.insert_new(EPISODES).returning(EpisodeRow.tenant_id, EpisodeRow.episode_id),
         rows,

@@ -7,7 +7,7 @@ only by the claim that still owns it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
@@ -18,11 +18,14 @@ from pipeline.db.models import EpisodeRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.episodes.dispatch import EpisodeKey
-from pipeline.episodes.records import as_episode, trust_of
+from pipeline.episodes.inflight import run_in_flight
+from pipeline.episodes.records import as_episode
 from pipeline.errors import LlmFailure, RetryableError, SgamError
-from pipeline.extract import extract
+from pipeline.extract.backends import RULES
+from pipeline.extract.choose import choose
 from pipeline.extract.guards import current_values
 from pipeline.extract.llm import LlmClient
+from pipeline.extract.protocol import ExtractionContext, Extractor, LazyValues
 from pipeline.extract.result import ExtractionResult
 from pipeline.ledger import events
 from pipeline.ledger.events import EventKind
@@ -30,7 +33,7 @@ from pipeline.policy.apply import ACTOR, Decision, Provenance, apply_candidate
 from pipeline.policy.decide import Lane
 from pipeline.read.facts import get
 from schemas.episodes import Episode
-from schemas.pipeline_events import DecisionRecord, EpisodeProcessedPayload, RefusalRecord
+from schemas.pipeline_events import EpisodeProcessedPayload, RefusalRecord
 
 
 @dataclass(frozen=True)
@@ -48,8 +51,11 @@ class Outcome:
 class Claimed:
     key: EpisodeKey
     attempt: int  # the claim's fencing token: the row's attempts when it was claimed
-    episode: Episode
-    origin: Provenance
+    origin: Provenance  # the episode as extraction reads it, and how it came in
+
+    @property
+    def episode(self) -> Episode:
+        return self.origin.episode
 
 
 Extracted = ExtractionResult | SgamError | Exception
@@ -58,9 +64,29 @@ Extracted = ExtractionResult | SgamError | Exception
 def process_episodes(
     store: Store, keys: Sequence[EpisodeKey], *, llm: LlmClient | None = None
 ) -> dict[EpisodeKey, Outcome]:
+    """Claim, extract and finish a batch. The rules take microseconds an episode: one unit of
+    work for the whole batch. A model takes as long as the endpoint does: every episode's
+    call in flight at once, each committed when its answer is in (`inflight`)."""
+    extractor = choose(store.settings, llm=llm)
     claimed = store.run(lambda unit: claim(unit, keys))
-    extracted = {item.key: run_extraction(store, item.episode, llm) for item in claimed}
-    return store.run(lambda unit: finish(unit, claimed, extracted))
+    if not claimed:
+        return {}
+    if extractor is RULES:
+        extracted = {item.key: run_extraction(store, item.episode, extractor) for item in claimed}
+        return store.run(lambda unit: finish(unit, claimed, extracted))
+
+    def prepare(item: Claimed) -> Callable[[], Extracted]:
+        # The subject's values are read here, on this thread, so that the pool's threads
+        # need no database connection; the model's prompt always shows them.
+        context = replace(context_for(store, item.episode), current=_current(store, item.episode))
+        return lambda: extractor.extract(item.episode, context)
+
+    def commit(
+        done: list[Claimed], results: dict[EpisodeKey, Extracted]
+    ) -> dict[EpisodeKey, Outcome]:
+        return store.run(lambda unit: finish(unit, done, results))
+
+    return run_in_flight(store, claimed, prepare, commit)
 
 
 def claim(unit: Unit, keys: Sequence[EpisodeKey], lane: Lane | None = None) -> list[Claimed]:
@@ -99,41 +125,27 @@ def claim(unit: Unit, keys: Sequence[EpisodeKey], lane: Lane | None = None) -> l
 
 
 def claimed_from(row: EpisodeRow) -> Claimed:
-    origin = Provenance(
-        episode_id=row.episode_id,
-        session_id=row.session_id,
-        occurred_at=row.occurred_at,
-        trust=trust_of(row),
-        lane=Lane(row.lane),
-        extractor="",
-        actor=row.actor or ACTOR,
-    )
-    return Claimed((row.tenant_id, row.episode_id), row.attempts, as_episode(row), origin)
+    origin = Provenance(as_episode(row), Lane(row.lane), actor=row.actor or ACTOR)
+    return Claimed((row.tenant_id, row.episode_id), row.attempts, origin)
 
 
-def run_extraction(
-    store: Store, episode: Episode, llm: LlmClient | None, *, rules_only: bool = False
-) -> Extracted:
-    """Candidates for one episode; a failure is returned, to be recorded on the episode.
-    The model is asked when one is configured (unless `rules_only`). The subject's current
-    values are read only when they matter: always for the model's prompt, and for the rules
-    only once they found something (to drop restatements)."""
+def run_extraction(store: Store, episode: Episode, extractor: Extractor) -> Extracted:
+    """Candidates for one episode; a failure is returned, to be recorded on the episode."""
     try:
-        settings = store.settings
-        if not rules_only and (llm is not None or settings.llm_configured):
-            current = _current(store, episode)
-            return extract(
-                episode, catalog=store.catalog, settings=settings, current=current, llm=llm
-            )
-        found = extract(episode, catalog=store.catalog, settings=settings, extractor="rules")
-        if not found.kept:
-            return found
-        current = _current(store, episode)
-        return extract(
-            episode, catalog=store.catalog, settings=settings, current=current, extractor="rules"
-        )
+        return extractor.extract(episode, context_for(store, episode))
     except Exception as error:  # recorded on the episode, which stays retryable
         return error
+
+
+def context_for(store: Store, episode: Episode) -> ExtractionContext:
+    """What the extractor may consult; the subject's current values are read from the
+    ledger only when it asks (always for a model's prompt, for the rules once they found
+    something)."""
+    return ExtractionContext(
+        store.catalog,
+        LazyValues(lambda: _current(store, episode)),
+        day_first=store.settings.dates_day_first,
+    )
 
 
 def _current(store: Store, episode: Episode) -> dict[str, list[Any]]:
@@ -185,22 +197,20 @@ def finish(
 
 
 def _apply(unit: Unit, row: EpisodeRow, item: Claimed, result: ExtractionResult) -> Outcome:
-    decisions = decide_episode(unit, item.origin, row.tenant_id, row.subject, result)
+    decisions = decide_episode(unit, item.origin, result)
     for column, value in done_columns(result).items():
         setattr(row, column, value)
     return Outcome("done", decisions=decisions, extraction=result)
 
 
-def decide_episode(
-    unit: Unit, origin: Provenance, tenant_id: str, subject: str, result: ExtractionResult
-) -> list[Decision]:
+def decide_episode(unit: Unit, origin: Provenance, result: ExtractionResult) -> list[Decision]:
     """Apply the policy to every candidate of one episode, and log what was decided."""
     usage = result.usage
     origin = replace(origin, extractor=usage.extractor)
     with unit.deciding_for(origin.episode_id, usage.prompt_version):
         decisions = [apply_candidate(unit, origin, candidate) for candidate in result.kept]
         if decisions or result.rejected:  # chatter with nothing to decide leaves no record
-            _record(unit, origin, tenant_id, subject, result, decisions)
+            _record(unit, origin, result, decisions)
     return decisions
 
 
@@ -218,12 +228,7 @@ def done_columns(result: ExtractionResult) -> dict[str, Any]:
 
 
 def _record(
-    unit: Unit,
-    origin: Provenance,
-    tenant_id: str,
-    subject: str,
-    result: ExtractionResult,
-    decisions: list[Decision],
+    unit: Unit, origin: Provenance, result: ExtractionResult, decisions: list[Decision]
 ) -> None:
     """The episode's audit record in the log: what was kept, decided and refused."""
     usage = result.usage
@@ -232,7 +237,7 @@ def _record(
         lane=origin.lane.value,
         extractor=usage.extractor,
         prompt_version=usage.prompt_version,
-        decisions=[DecisionRecord(**decision.to_json()) for decision in decisions],
+        decisions=[decision.record() for decision in decisions],
         refused=[
             RefusalRecord(attribute=refusal.update.attribute, reason=refusal.reason.value)
             for refusal in result.rejected
@@ -244,8 +249,8 @@ def _record(
         payload,
         occurred_at=unit.clock(),
         actor=origin.actor,
-        tenant_id=tenant_id,
-        subject=subject,
+        tenant_id=origin.episode.tenant_id,
+        subject=origin.episode.subject,
         fact_ids=[d.fact.fact_id for d in decisions if d.fact is not None],
         reason=f"{len(result.kept)} kept, {len(result.rejected)} refused",
     )

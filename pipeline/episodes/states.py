@@ -29,6 +29,7 @@ _SHOWN = [
     "agent_id",
     "purpose",
     "subject",
+    "subject_names",
     "session_id",
     "source",
     "occurred_at",

@@ -53,3 +53,20 @@ def screenshot(page: Page, name: str) -> Path:
     path = SCREENSHOTS / f"{re.sub(r'[^A-Za-z0-9_.-]+', '-', name)}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+def sign_in(page: Page, secret: str) -> None:
+    """Sign in through the form, as a person would: the field labelled `API key`, the button
+    `Sign in`."""
+    page.goto("/ui/sign-in")
+    page.get_by_label("API key").fill(secret)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_load_state()
+
+
+def csrf_of(page: Page) -> str:
+    """The CSRF token the current page's forms carry (every signed-in page has the Sign out
+    form)."""
+    token = page.locator("input[name=csrf_token]").first.get_attribute("value")
+    assert token, "the page carries no CSRF token"
+    return token

@@ -196,10 +196,10 @@ def test_a_refused_request_is_not_retried() -> None:
     assert exit_code(raised.value) == 2
 
 
-def test_a_retry_after_past_the_deadline_gives_up_at_once() -> None:
+def test_a_retry_after_past_the_longest_wait_gives_up_at_once() -> None:
     endpoint = Endpoint([error(429, {"retry-after": "600"})])
     with pytest.raises(LlmUnavailable) as raised:
-        run(endpoint, llm_deadline_s=30)
+        run(endpoint, llm_max_wait_s=30)
     assert (raised.value.attempts, endpoint.sleeps) == (1, [])
 
 
