@@ -96,7 +96,7 @@ else:
         subject=_like(RememberBody, "subject", "who or what the statement is about"),
         text=_like(RememberBody, "text", "the statement, as the user said it"),
         session_id=_like(RememberBody, "session_id"),
-        occurred_at=_like(RememberBody, "at"),
+        occurred_at=_like(RememberBody, "occurred_at"),
         idempotency_key=_like(RememberBody, "idempotency_key", "retry-safe: same key, one write"),
     )
     FactsArguments = _arguments(
@@ -169,15 +169,13 @@ def acting(key: ApiKey, arguments: Scoped) -> ApiKey:
     return replace(key, agent_id=bound.get("agent_id"), purpose=bound.get("purpose"))
 
 
-def _body(arguments: Scoped, *names: str, renamed: dict[str, str] | None = None) -> Answer:
-    given = arguments.model_dump(include=set(names), exclude_none=True)
-    return {(renamed or {}).get(name, name): value for name, value in given.items()}
+def _body(arguments: Scoped, *names: str) -> Answer:
+    """The arguments among `names` the caller gave."""
+    return arguments.model_dump(include=set(names), exclude_none=True)
 
 
 def _remember(store: Store, key: ApiKey, given: Any) -> Answer:
-    body = _body(
-        given, "subject", "text", "session_id", "occurred_at", renamed={"occurred_at": "at"}
-    )
+    body = _body(given, "subject", "text", "session_id", "occurred_at")
     return operations.remember(store, key, body, given.idempotency_key)
 
 

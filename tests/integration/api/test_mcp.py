@@ -153,7 +153,7 @@ def test_every_tool_answers_what_rest_answers(
         log = api.get("/v1/log", params={"limit": 100}).json()
     with server.client(rest_key) as api:
         rest: dict[str, Any] = {
-            "remember": api.post("/v1/remember", json=REMEMBERED | {"at": at}).json(),
+            "remember": api.post("/v1/remember", json=REMEMBERED | {"occurred_at": at}).json(),
             "ingest": api.post("/v1/episodes", json=EPISODES).json(),
         }
         rest["reads"] = [api.get(path, params=query).json() for _, _, path, query in reads]
