@@ -17,9 +17,9 @@ top-level module of `pipeline`; units on one line are independent of each other)
 11. pipeline.demo
 12. pipeline                the public Python API (`pipeline/__init__.py`)
 13. pipeline.api            the HTTP service's routes, operations, access and problems
-14. pipeline.ui             the review UI (server-rendered pages over the API's operations)
+14. pipeline.ui, pipeline.mcp   the review UI and the MCP server, over the API's operations
 15. pipeline.api.app, pipeline.cli   the composition roots: the HTTP app (mounts the API's
-                            routers and the UI) and the command line
+                            routers, the UI and MCP) and the command line
 16. workers                 the Celery tasks
 
 The rule is checked on the source with `ast`, imports inside functions and under
@@ -48,7 +48,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("pipeline.demo",),
     ("pipeline",),
     ("pipeline.api",),
-    ("pipeline.ui",),
+    ("pipeline.ui", "pipeline.mcp"),
     ("pipeline.api.app", "pipeline.cli"),
     ("workers",),
 ]
