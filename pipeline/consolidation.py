@@ -142,8 +142,9 @@ def _expire_candidates(unit: Unit, now: datetime, tenant: str | None) -> int:
 
 
 def _reopen_retryable(unit: Unit, now: datetime, tenant: str | None) -> list[EpisodeKey]:
-    """Failed episodes whose error may pass (the endpoint or the store was down), at most
-    SGAM_EPISODE_MAX_REDRIVES times each and once per `now`."""
+    """Failed episodes whose error may pass (the endpoint or the store was down, or every
+    attempt was lost to a crash or an expired lease), at most SGAM_EPISODE_MAX_REDRIVES times
+    each and once per `now`."""
     query = select(EpisodeRow).where(
         EpisodeRow.status == "failed",
         EpisodeRow.error_kind == "retryable",
@@ -156,7 +157,7 @@ def _reopen_retryable(unit: Unit, now: datetime, tenant: str | None) -> list[Epi
     for row in unit.session.scalars(query.with_for_update(skip_locked=True)):
         if row.redriven_at is not None and row.redriven_at >= now:
             continue
-        row.status, row.attempts, row.enqueued_at = "pending", 0, now
+        row.status, row.attempts, row.lost_attempts, row.enqueued_at = "pending", 0, 0, now
         row.redrives += 1
         row.redriven_at, row.finished_at = now, None
         keys.append((row.tenant_id, row.episode_id))

@@ -39,8 +39,10 @@ _SHOWN = [
     "actor",
     "meta",
     "lane",
+    "deferred",
     "status",
     "attempts",
+    "lost_attempts",
     "last_error",
     "extractor",
     "prompt_version",
@@ -166,7 +168,13 @@ def reopen_failed(
         unit.session.execute(
             update(EpisodeRow)
             .where(tuple_(EpisodeRow.tenant_id, EpisodeRow.episode_id).in_(keys))
-            .values(status="pending", attempts=0, enqueued_at=unit.clock(), finished_at=None)
+            .values(
+                status="pending",
+                attempts=0,
+                lost_attempts=0,
+                enqueued_at=unit.clock(),
+                finished_at=None,
+            )
             .execution_options(synchronize_session=False)
         )
     return keys
