@@ -85,7 +85,10 @@ class Settings(BaseSettings):
     redis_url: str = Field(
         default="redis://127.0.0.1:6379/0", description="Redis for the HTTP service's rate limits"
     )
-    # The HTTP service (`sgam serve`).
+    # The HTTP service (`sgam serve`) and the MCP server (`sgam mcp`).
+    api_key: SecretStr = Field(
+        default=SecretStr(""), description="the API key `sgam mcp` acts with (stdio)"
+    )
     api_max_body_bytes: int = Field(
         default=4 * 1024 * 1024, ge=1024, le=1024**3, description="largest request body"
     )
