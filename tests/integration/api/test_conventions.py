@@ -143,9 +143,7 @@ def test_a_stale_etag_is_refused_even_when_a_new_fact_has_the_same_version(
     secret = keys("writer")
     with server.client(secret) as api:
         api.put("/v1/facts", json=fact_body(valid_from="2026-01-01T00:00:00Z"))
-        tag = api.get("/v1/subjects/mira/facts", params={"attribute": "home_city"}).headers[
-            "ETag"
-        ]
+        tag = api.get("/v1/subjects/mira/facts", params={"attribute": "home_city"}).headers["ETag"]
         first = api.put(
             "/v1/facts",
             json=fact_body(value="Paris", valid_from="2026-03-01T00:00:00Z"),
