@@ -42,6 +42,7 @@ from pipeline.validation import parse
 from schemas.episodes import Episode, EpisodeText, EpisodeTime, SourceKind
 from schemas.facts import Fact, Trust
 from schemas.fields import Identifier
+from schemas.lifecycle import UNFINISHED, EpisodeStatus
 
 
 class RememberIn(BaseModel):
@@ -165,7 +166,7 @@ def _defer(store: Store, claimed: Claimed) -> Remembered:
     def hand_over(unit: Unit) -> None:
         row = unit.session.get(EpisodeRow, claimed.key)
         assert row is not None
-        row.lane, row.status, row.lease_until = Lane.BACKGROUND.value, "pending", None
+        row.lane, row.status, row.lease_until = Lane.BACKGROUND.value, EpisodeStatus.PENDING, None
         row.enqueued_at = unit.clock()
 
     store.run(hand_over)
@@ -209,4 +210,4 @@ def _earlier(store: Store, request: RememberIn, episode_id: str) -> Remembered:
             )
         ).all()
         written = [Fact.model_validate(fact, from_attributes=True) for fact in facts]
-    return Remembered(row_id, written, deferred=status in ("pending", "processing"))
+    return Remembered(row_id, written, deferred=status in UNFINISHED)

@@ -32,7 +32,6 @@ class Settings(BaseSettings):
     batch_size: int = Field(
         default=500, ge=1, le=100_000, description="fact commands per transaction in put_many"
     )
-    debug: bool = Field(default=False, description="print tracebacks of internal errors")
 
     # The LLM endpoint used by extraction; any OpenAI-compatible server (OpenAI, vLLM,
     # Ollama, llama.cpp). Unset base URL: no LLM is configured and extraction uses the rules.

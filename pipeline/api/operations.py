@@ -26,8 +26,10 @@ from pipeline.ledger.slots import SlotKey
 from pipeline.ledger.state_tag import read_state_tag
 from pipeline.validation import invalid_field
 from schemas.facts import Fact
+from schemas.lifecycle import CandidateStatus, ReceiptStatus
 
 Json = dict[str, Any]
+CandidateFilter = CandidateStatus | Literal["all"]
 _FACTS: TypeAdapter[list[Fact]] = TypeAdapter(list[Fact])
 
 
@@ -72,7 +74,7 @@ def ingest(
         raise InvalidLines(bad)
     report = pipeline.ingest(store, episodes)
     receipts = [receipt.to_json() for receipt in report.receipts]
-    queued = any(receipt["status"] == "queued" for receipt in receipts)
+    queued = any(receipt["status"] == ReceiptStatus.QUEUED for receipt in receipts)
     return {"receipts": receipts, "broker_down": report.broker_down}, queued
 
 
@@ -179,7 +181,7 @@ def candidates(
     key: ApiKey,
     *,
     subject: str | None = None,
-    status: str = "buffered",
+    status: CandidateFilter = CandidateStatus.BUFFERED,
     limit: int = 100,
 ) -> list[Json]:
     """The recurrence buffer; `status` "all" lists every state."""

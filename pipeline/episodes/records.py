@@ -14,6 +14,7 @@ from pipeline.policy.decide import Lane, episode_trust
 from schemas.episodes import Episode, SourceKind
 from schemas.facts import Trust
 from schemas.intake import EpisodeIn
+from schemas.lifecycle import EpisodeStatus
 
 
 def text_hash(text: str) -> str:
@@ -55,7 +56,7 @@ def read_row(
         lane=lane,
         received_at=received_at,
     )
-    return row | {"status": "processing", "attempts": 1, "started_at": received_at}
+    return row | {"status": EpisodeStatus.PROCESSING, "attempts": 1, "started_at": received_at}
 
 
 def _row(
@@ -88,7 +89,7 @@ def _row(
         "actor": actor,
         "metadata": meta,  # column names: an insert ignores "meta"
         "lane": lane.value,
-        "status": "pending",
+        "status": EpisodeStatus.PENDING,
         "attempts": 0,
         "last_error": None,
         "error_kind": None,
