@@ -22,6 +22,8 @@ from pipeline.api.problems import Forbidden
 from pipeline.api.routes.owned import require_owned
 from pipeline.db.store import Store
 from pipeline.errors import InvalidInput, InvalidLines
+from pipeline.ledger.slots import SlotKey
+from pipeline.ledger.state_tag import read_state_tag
 from pipeline.validation import invalid_field
 from schemas.facts import Fact
 from schemas.lifecycle import CandidateStatus, ReceiptStatus
@@ -115,6 +117,30 @@ def facts(
     found = pipeline.get(store, query | {"include_quarantined": include_quarantined})
     answer: list[Json] = _FACTS.dump_python(found, mode="json")
     return answer
+
+
+def read_tag(
+    store: Store, key: ApiKey, subject: str, attribute: str, named: Mapping[str, Any]
+) -> str:
+    """The state tag of a single-valued attribute in the read's scope (its ETag)."""
+    scope = _read_scope(key, subject, named)
+    slot = SlotKey(
+        scope["tenant_id"],
+        scope.get("agent_id", "default"),
+        scope.get("purpose", "default"),
+        scope["subject"],
+        attribute,
+        "",
+    )
+    with store.begin() as unit:
+        return read_state_tag(unit.session, slot)
+
+
+def state_tag(store: Store, fact: Fact) -> str:
+    """The state tag of the single-valued key `fact` belongs to, as stored now."""
+    slot = SlotKey(fact.tenant_id, fact.agent_id, fact.purpose, fact.subject, fact.attribute, "")
+    with store.begin() as unit:
+        return read_state_tag(unit.session, slot)
 
 
 def history(

@@ -278,6 +278,8 @@ def test_an_episode_whose_every_attempt_was_lost_ends_failed(store: Store) -> No
             update(EpisodeRow).values(
                 status="processing",
                 attempts=store.settings.episode_max_attempts,
+                # the claims before this one counted the attempts they found lost
+                lost_attempts=store.settings.episode_max_attempts - 1,
                 lease_until=unit.clock() - timedelta(seconds=1),
             )
         )
