@@ -10,7 +10,7 @@ import pytest
 
 import pipeline
 from pipeline.db.store import Store
-from tests.conftest import FrozenClock
+from tests.factories import FrozenClock
 from tests.integration.pipeline_helpers import TENANT, candidates, episode, holds, kinds
 
 
