@@ -4,8 +4,9 @@ It answers `POST /v1/chat/completions` after a set latency with a valid answer: 
 naming the request's tool when tools are offered (Instructor's TOOLS mode), else the JSON as
 message content. It counts the requests it holds at once (`peak_in_flight`) and, given a
 budget in requests per minute, answers 429 with `Retry-After` past it (a token bucket of one
-second's worth). `GET /stub/stats` reports the counters; `POST /stub/config` changes the
-latency, the budget or the answer, and zeroes the counters.
+second's worth); `refuse_first` answers the first requests 429 whatever the budget.
+`GET /stub/stats` reports the counters; `POST /stub/config` changes the latency, the budget
+or the refusals, and zeroes the counters.
 
     python bench/stub_llm.py --port 8199 --latency 0.4 [--rpm 600]
 
@@ -41,9 +42,15 @@ class Stats:
     rejected: int = 0
     in_flight: int = 0
     peak_in_flight: int = 0
+    first_answer_at: float | None = None  # time.monotonic() of this server's clock
+    last_answer_at: float | None = None
+    arrivals: list[float] = field(default_factory=list)  # every request's arrival
+    refusals: list[tuple[float, float]] = field(default_factory=list)  # (at, Retry-After)
 
-    def as_json(self) -> dict[str, int]:
-        return dict(self.__dict__)
+    def as_json(self) -> dict[str, Any]:
+        shown = dict(self.__dict__)
+        del shown["arrivals"], shown["refusals"]
+        return shown
 
 
 @dataclass
@@ -52,6 +59,8 @@ class StubApp:
 
     latency_s: float = 0.0
     rpm: float | None = None
+    retry_after_s: float | None = None  # the Retry-After of a 429 (default: when it would fit)
+    refuse_first: int = 0  # answer the first N requests 429, whatever the budget
     answer: Answer = field(default=lambda _request: EMPTY)
     delay: Callable[[dict[str, Any]], float] | None = None  # per request, instead of latency_s
     stats: Stats = field(default_factory=Stats)
@@ -74,10 +83,16 @@ class StubApp:
         else:
             await _reply(send, 404, {"error": {"message": f"no route {method} {path}"}})
 
-    def configure(self, latency_s: float | None = None, rpm: float | None = None) -> None:
+    def configure(
+        self,
+        latency_s: float | None = None,
+        rpm: float | None = None,
+        retry_after_s: float | None = None,
+        refuse_first: int = 0,
+    ) -> None:
         if latency_s is not None:
             self.latency_s = latency_s
-        self.rpm = rpm
+        self.rpm, self.retry_after_s, self.refuse_first = rpm, retry_after_s, refuse_first
         self.stats = Stats()
         self._tokens, self._at = (rpm or 0) / 60, time.monotonic()
 
@@ -97,9 +112,12 @@ class StubApp:
     async def _complete(self, request: dict[str, Any], send: Send) -> None:
         stats = self.stats
         stats.requests += 1
-        wait = self._over_budget()
+        stats.arrivals.append(time.monotonic())
+        wait = 1.0 if stats.requests <= self.refuse_first else self._over_budget()
         if wait is not None:
+            wait = self.retry_after_s or wait
             stats.rejected += 1
+            stats.refusals.append((time.monotonic(), wait))
             await _reply(send, 429, {"error": {"message": "rate limited"}}, retry_after=wait)
             return
         stats.in_flight += 1
@@ -112,6 +130,9 @@ class StubApp:
         finally:
             stats.in_flight -= 1
         stats.answered += 1
+        stats.last_answer_at = time.monotonic()
+        if stats.first_answer_at is None:
+            stats.first_answer_at = stats.last_answer_at
         await _reply(send, 200, completion(request, arguments))
 
 

@@ -37,7 +37,6 @@ class Settings(BaseSettings):
     batch_size: int = Field(
         default=500, ge=1, le=100_000, description="fact commands per transaction in put_many"
     )
-    debug: bool = Field(default=False, description="print tracebacks of internal errors")
 
     # The LLM endpoint used by extraction; any OpenAI-compatible server (OpenAI, vLLM,
     # Ollama, llama.cpp). Unset base URL: no LLM is configured and extraction uses the rules.
@@ -90,7 +89,10 @@ class Settings(BaseSettings):
     redis_url: str = Field(
         default="redis://127.0.0.1:6379/0", description="Redis for the HTTP service's rate limits"
     )
-    # The HTTP service (`sgam serve`).
+    # The HTTP service (`sgam serve`) and the MCP server (`sgam mcp`).
+    api_key: SecretStr = Field(
+        default=SecretStr(""), description="the API key `sgam mcp` acts with (stdio)"
+    )
     api_max_body_bytes: int = Field(
         default=4 * 1024 * 1024, ge=1024, le=1024**3, description="largest request body"
     )
@@ -134,7 +136,12 @@ class Settings(BaseSettings):
         ge=10,
         description="how long a worker may hold an episode before the sweeper gives it to another",
     )
-    episode_max_attempts: int = Field(default=3, ge=1, le=100, description="then `failed`")
+    episode_max_attempts: int = Field(
+        default=3,
+        ge=1,
+        le=100,
+        description="failed attempts, then `failed`; attempts lost to crashes count apart",
+    )
     episode_max_redrives: int = Field(
         default=3, ge=0, le=100, description="times consolidation re-drives a failed episode"
     )
@@ -155,6 +162,13 @@ class Settings(BaseSettings):
     )
     consolidate_cron: str = Field(
         default="0 3 * * *", description="when beat runs consolidation (UTC, crontab syntax)"
+    )
+    worker_metrics_port: int | None = Field(
+        default=None,
+        ge=1,
+        le=65535,
+        description="a worker serves its Prometheus metrics on this port (sgam worker "
+        "--metrics-port sets it, with PROMETHEUS_MULTIPROC_DIR)",
     )
     task_time_limit_s: int = Field(
         default=300, ge=10, description="a worker task is killed after this"

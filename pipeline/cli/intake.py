@@ -13,6 +13,7 @@ from pipeline.cli import output
 from pipeline.cli.lines import read_objects, report_lines
 from pipeline.cli.options import given_fields, json_output, opened_store
 from pipeline.cli.progress import progress
+from schemas.lifecycle import EpisodeStatus, ReceiptStatus
 
 
 @click.command()
@@ -103,7 +104,7 @@ def remember(
 
 @click.group(invoke_without_command=True)
 @click.option("--tenant", help="Tenant whose episodes to list.")
-@click.option("--status", type=click.Choice(["pending", "processing", "done", "failed"]))
+@click.option("--status", type=click.Choice([status.value for status in EpisodeStatus]))
 @click.option("--session", help="Only this session.")
 @click.option("--subject", help="Only this subject.")
 @json_output
@@ -174,7 +175,8 @@ def episodes_retry(episode_ids: tuple[str, ...], tenant: str | None, as_json: bo
     with opened_store() as store:
         keys, driven = retry(store, tenant_id=tenant, episode_ids=episode_ids)
     statuses = {
-        key[1]: driven.outcomes[key].status if key in driven.outcomes else "queued" for key in keys
+        key[1]: driven.outcomes[key].status if key in driven.outcomes else ReceiptStatus.QUEUED
+        for key in keys
     }
     if output.wants_json(as_json):
         output.emit_json({"retried": len(keys), "episodes": statuses})
@@ -183,4 +185,31 @@ def episodes_retry(episode_ids: tuple[str, ...], tenant: str | None, as_json: bo
             f"retried {len(keys)} episodes" + "".join(f"\n  {e}: {s}" for e, s in statuses.items())
         )
     if not keys:
+        raise click.exceptions.Exit(1)
+
+
+@click.command()
+@click.option("--tenant", help="Only this tenant (default: all).")
+@click.option("--since", help="Only extractions that ended at or after this instant.")
+@json_output
+def usage(tenant: str | None, since: str | None, as_json: bool) -> None:
+    """What the model lane spent per tenant, model and UTC day: requests, attempts, tokens,
+    latency p50/p99, and cost when SGAM_LLM_PRICE_IN/OUT are set; exit 1 when nothing."""
+    from pipeline.episodes.usage import llm_usage
+
+    query = {key: value for key, value in (("tenant_id", tenant), ("since", since)) if value}
+    with opened_store() as store:
+        report = llm_usage(store, query)
+    if output.wants_json(as_json):
+        output.emit_json(report.model_dump(mode="json"))
+    else:
+        for row in report.rows:
+            spent = f"{row.prompt_tokens}+{row.completion_tokens} tokens"
+            cost = "" if row.cost is None else f"  cost {row.cost:.4f}"
+            click.echo(
+                f"{row.day}  {row.tenant_id}  {row.model}  {row.requests} requests, "
+                f"{row.attempts} attempts, {spent}, p50 {row.latency_p50_ms:.0f} ms, "
+                f"p99 {row.latency_p99_ms:.0f} ms{cost}"
+            )
+    if not report.rows:
         raise click.exceptions.Exit(1)

@@ -214,11 +214,28 @@ def failure(error: BaseException, attempts: int, usage: Usage) -> LlmFailure:
         return kind(f"HTTP {cause.status_code} from the endpoint", **_spent(attempts, usage, last))
     if isinstance(cause, openai.APIConnectionError):  # includes timeouts
         return LlmUnavailable("the endpoint is unreachable", **_spent(attempts, usage, last))
-    if isinstance(cause, ValidationError | json.JSONDecodeError | IncompleteOutputException):
+    if cut_short(cause):  # the next answer may arrive whole
+        return LlmUnavailable("the answer was cut short", **_spent(attempts, usage, last))
+    if isinstance(cause, ValidationError):
         return LlmAnswerInvalid(
             "the model's answer failed validation", **_spent(attempts, usage, last)
         )
     return LlmAnswerInvalid("the model's answer was unusable", **_spent(attempts, usage, last))
+
+
+def cut_short(error: BaseException) -> bool:
+    """An answer that did not arrive whole: an HTTP body that is not JSON (the response's own
+    envelope, which no model writes, broke off), an answer stopped at max_tokens, or tool
+    arguments that end before their JSON does (the parser reached the end of its input)."""
+    if isinstance(error, json.JSONDecodeError | IncompleteOutputException):
+        return True
+    if isinstance(error, ValidationError):
+        return any(
+            problem["type"] == "json_invalid"
+            and str(problem.get("ctx", {}).get("error", "")).startswith("EOF while parsing")
+            for problem in error.errors()
+        )
+    return False
 
 
 def _spent(attempts: int, usage: Usage, last: str) -> dict[str, Any]:

@@ -118,4 +118,10 @@ def page_link(request: Request, number: int) -> str:
     return f"{request.url.path}?{urlencode(query)}"
 
 
+def when(stamp: str | None) -> str:
+    """An RFC 3339 UTC stamp as people read it: to the second, with its zone."""
+    return "" if stamp is None else stamp[:19].replace("T", " ") + " UTC"
+
+
 templates.env.globals["page_link"] = page_link
+templates.env.filters["when"] = when

@@ -44,6 +44,7 @@ class Timeline:
     bars: list[Bar]
     ticks: list[Tick]
     height: float
+    now_x: float = WIDTH
     width: int = WIDTH
 
 
@@ -53,8 +54,9 @@ def value_label(value: object, limit: int = 60) -> str:
 
 
 def timeline(versions: Sequence[Fact], now: datetime) -> Timeline:
-    """One row per version, in the order they were recorded."""
-    rows = sorted(versions, key=lambda f: (f.recorded_at, f.version, f.fact_id))
+    """One row per version, in the order they were recorded (versions recorded together in
+    valid-time order)."""
+    rows = sorted(versions, key=lambda f: (f.recorded_at, f.valid_from, f.version, f.fact_id))
     if not rows:
         return Timeline([], [], TOP)
     start = min(f.valid_from for f in rows)
@@ -88,7 +90,7 @@ def timeline(versions: Sequence[Fact], now: datetime) -> Timeline:
                 caption=caption,
             )
         )
-    return Timeline(bars, _ticks(start, span), TOP + len(rows) * ROW + 8)
+    return Timeline(bars, _ticks(start, span), TOP + len(rows) * ROW + 8, now_x=x(now))
 
 
 def _ticks(start: datetime, span: float, count: int = 5) -> list[Tick]:

@@ -5,45 +5,16 @@ API with the key's id as the actor. Every test ends with a screenshot in build/s
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.integration.api_setup import buffered, facts_of, ingest, key_id, log_of, put_fact
 from tests.integration.browser_helpers import screenshot, sign_in
 from tests.integration.server_helpers import Keys, Server, episode_body
 
 pytestmark = [pytest.mark.browser, pytest.mark.postgres]
 SIGN_IN = re.compile(r".*/ui/sign-in$")
-
-
-def ingest(server: Server, secret: str, *episodes: dict[str, Any]) -> list[str]:
-    with server.client(secret) as api:
-        answer = api.post("/v1/episodes", json=list(episodes))
-    assert answer.status_code == 200, answer.text  # inline mode: processed before the answer
-    receipts = answer.json()["receipts"]
-    assert [r["status"] for r in receipts] == ["done"] * len(episodes), receipts
-    return [r["episode_id"] for r in receipts]
-
-
-def buffered(server: Server, secret: str, subject: str = "mira") -> list[dict[str, Any]]:
-    with server.client(secret) as api:
-        found = api.get("/v1/candidates", params={"subject": subject})
-    assert found.status_code == 200, found.text
-    result: list[dict[str, Any]] = found.json()
-    return result
-
-
-def log_of(server: Server, secret: str, subject: str = "mira") -> list[dict[str, Any]]:
-    with server.client(secret) as api:
-        found = api.get("/v1/log", params={"subject": subject})
-    assert found.status_code == 200, found.text
-    result: list[dict[str, Any]] = found.json()
-    return result
-
-
-def key_id(secret: str) -> str:
-    return secret.split("_")[1]
 
 
 def test_sign_in_sets_a_strict_http_only_cookie_and_sign_out_ends_it(
@@ -135,3 +106,32 @@ def test_promoting_a_quarantined_fact_releases_it(page: Page, server: Server, ke
     assert [(f["value"], f["status"]) for f in facts] == [("Utrecht", "active")]
     promotions = [e for e in log_of(server, reviewer) if e["kind"] == "promote"]
     assert [e["actor"] for e in promotions] == [key_id(reviewer)]
+
+
+def test_an_admin_forgets_a_subject_after_typing_its_name(
+    page: Page, server: Server, keys: Keys
+) -> None:
+    admin = keys("admin")
+    put_fact(
+        server, admin, attribute="home_city", value="Utrecht", valid_from="2026-01-01T00:00:00Z"
+    )
+    sign_in(page, admin)
+    page.get_by_role("link", name="Subjects").click()
+    page.get_by_label("Subject").fill("mira")
+    page.get_by_label("Subject").press("Enter")
+    expect(page.get_by_role("cell", name="Utrecht")).to_be_visible()
+    page.get_by_role("link", name="Forget subject").click()
+
+    page.get_by_label("Type the subject's name to confirm").fill("mirra")
+    page.get_by_role("button", name="Forget subject").click()
+    expect(page.get_by_role("alert")).to_contain_text("nothing was forgotten")
+    assert [f["value"] for f in facts_of(server, admin)] == ["Utrecht"]  # the typo changed nothing
+
+    page.get_by_label("Type the subject's name to confirm").fill("mira")
+    screenshot(page, "forget-confirmation")
+    page.get_by_role("button", name="Forget subject").click()
+    expect(page.get_by_role("status")).to_contain_text("mira forgotten")
+    expect(page.get_by_text("Nothing holds now for mira")).to_be_visible()
+    assert facts_of(server, admin) == []
+    forgets = [e for e in log_of(server, admin) if e["kind"] == "forget"]
+    assert [e["actor"] for e in forgets] == [key_id(admin)]
