@@ -214,7 +214,7 @@ def run(msc: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             text=turn["text"],
         )
         kept = extract(episode, catalog=catalog, settings=settings, extractor="rules").kept
-        for split in (turn["split"], "all"):
+        for split in (turn["split"], "all", f"session {turn['id'][1]}"):
             tally = per_split[split]
             tally["turns"] += 1
             if turn["gold"]:
