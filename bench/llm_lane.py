@@ -242,6 +242,8 @@ def main() -> None:
     parser.add_argument("--baseline-episodes", type=int, default=200)
     parser.add_argument("--baseline-latencies", type=float, nargs="+", default=[0.0, 0.4])
     parser.add_argument("--locomo", type=Path, default=LOCOMO)
+    parser.add_argument("--code", type=Path, default=ROOT, help="the checkout whose workers run")
+    parser.add_argument("--label", default="", help="prefix of each run's name")
     args = parser.parse_args()
     lines = locomo_lines(args.locomo)
     stamp = f"{datetime.now(UTC):%Y-%m-%d %H:%M}"
@@ -253,23 +255,26 @@ def main() -> None:
     stub = Stub()
     rows = Table()
     try:
-        if args.baseline:
-            code = baseline_checkout(args.baseline)
-            for latency in args.baseline_latencies:
-                rows.append(
-                    lane_run(
-                        f"baseline {args.baseline[:8]}, {latency:g} s",
-                        args.url,
-                        lines[: args.baseline_episodes],
-                        stub,
-                        latency_s=latency,
-                        code=code,
-                    )
-                )
+        if args.baseline:  # measured by that commit's own code: its schema, intake and workers
+            checkout = baseline_checkout(args.baseline)
+            command = [sys.executable, str(checkout / "bench" / "llm_lane.py")]
+            if not (checkout / "bench" / "llm_lane.py").exists():
+                command = [sys.executable, __file__]
+            command += ["--code", str(checkout), "--label", f"baseline {args.baseline[:8]}, "]
+            command += ["--episodes", str(args.baseline_episodes), "--slow", "0"]
+            command += ["--rpm-episodes", "0", "--locomo", str(args.locomo), "--url", args.url]
+            command += ["--latencies", *map(str, args.baseline_latencies)]
+            env = {**os.environ, "PYTHONPATH": str(checkout)}
+            subprocess.run(command, env=env, check=False)
         for latency in args.latencies:
             rows.append(
                 lane_run(
-                    f"{latency:g} s", args.url, lines[: args.episodes], stub, latency_s=latency
+                    f"{args.label}{latency:g} s",
+                    args.url,
+                    lines[: args.episodes],
+                    stub,
+                    latency_s=latency,
+                    code=args.code,
                 )
             )
         if args.slow:
