@@ -23,8 +23,8 @@ UNFINISHED = (EpisodeStatus.PENDING, EpisodeStatus.PROCESSING)
 class EpisodeError(StrEnum):
     """Why a failed episode failed, which says whether consolidation may re-drive it."""
 
-    RETRYABLE = "retryable"  # the endpoint or the store was down: it may pass
-    PERMANENT = "permanent"  # invalid answers, a purged text, attempts used up
+    RETRYABLE = "retryable"  # the endpoint or the store was down, or crashes took every attempt
+    PERMANENT = "permanent"  # invalid answers, a purged text, failed attempts used up
 
 
 class CandidateStatus(StrEnum):

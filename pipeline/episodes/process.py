@@ -19,7 +19,7 @@ from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.episodes.dispatch import EpisodeKey
 from pipeline.episodes.inflight import run_in_flight
-from pipeline.episodes.records import as_episode
+from pipeline.episodes.records import as_episode, stated_on
 from pipeline.errors import LlmFailure, RetryableError, SgamError
 from pipeline.extract.backends import RULES
 from pipeline.extract.choose import choose
@@ -91,7 +91,9 @@ def process_episodes(
 
 def claim(unit: Unit, keys: Sequence[EpisodeKey], lane: Lane | None = None) -> list[Claimed]:
     """Take the episodes that are waiting (or whose worker's lease ran out); other workers
-    skip the rows this one holds."""
+    skip the rows this one holds. An attempt whose lease ran out was lost (the worker crashed,
+    was killed or stalled): it is counted apart, and only SGAM_EPISODE_MAX_ATTEMPTS of those
+    fail the episode — as retryable, so that consolidation re-drives it."""
     if not keys:
         return []
     now = unit.clock()
@@ -112,10 +114,13 @@ def claim(unit: Unit, keys: Sequence[EpisodeKey], lane: Lane | None = None) -> l
         if row.text is None:  # purged while it waited: nothing left to read
             row.status, row.last_error, row.finished_at = EpisodeStatus.FAILED, "purged", now
             continue
-        if row.attempts >= budget:  # every attempt was lost (a crash, a kill): stop here
+        if row.status == EpisodeStatus.PROCESSING:  # the last claim's lease ran out: lost
+            row.lost_attempts += 1
+        if row.lost_attempts >= budget:  # a crash (or a kill) each time: stop here for now
             row.status, row.finished_at = EpisodeStatus.FAILED, now
-            row.error_kind = EpisodeError.PERMANENT
-            row.last_error = f"gave up after {row.attempts} attempts that did not finish"
+            row.error_kind = EpisodeError.RETRYABLE  # consolidation re-drives it
+            row.last_error = f"gave up after {row.lost_attempts} attempts that did not finish"
+            row.lease_until = None
             continue
         row.status = EpisodeStatus.PROCESSING
         row.attempts += 1
@@ -126,7 +131,7 @@ def claim(unit: Unit, keys: Sequence[EpisodeKey], lane: Lane | None = None) -> l
 
 
 def claimed_from(row: EpisodeRow) -> Claimed:
-    origin = Provenance(as_episode(row), Lane(row.lane), actor=row.actor or ACTOR)
+    origin = Provenance(as_episode(row), stated_on(row), actor=row.actor or ACTOR)
     return Claimed((row.tenant_id, row.episode_id), row.attempts, origin)
 
 
@@ -259,7 +264,8 @@ def _record(
 
 def _failed(unit: Unit, row: EpisodeRow, error: BaseException) -> Outcome:
     retryable = isinstance(error, RetryableError)
-    again = retryable and row.attempts < unit.settings.episode_max_attempts
+    failed_attempts = row.attempts - row.lost_attempts  # this one included
+    again = retryable and failed_attempts < unit.settings.episode_max_attempts
     row.status = EpisodeStatus.PENDING if again else EpisodeStatus.FAILED
     row.last_error = describe(error)
     row.error_kind = EpisodeError.RETRYABLE if retryable else EpisodeError.PERMANENT

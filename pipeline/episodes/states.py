@@ -40,8 +40,10 @@ _SHOWN = [
     "actor",
     "meta",
     "lane",
+    "deferred",
     "status",
     "attempts",
+    "lost_attempts",
     "last_error",
     "extractor",
     "prompt_version",
@@ -148,7 +150,11 @@ def reopen_failed(
             update(EpisodeRow)
             .where(tuple_(EpisodeRow.tenant_id, EpisodeRow.episode_id).in_(keys))
             .values(
-                status=EpisodeStatus.PENDING, attempts=0, enqueued_at=unit.clock(), finished_at=None
+                status=EpisodeStatus.PENDING,
+                attempts=0,
+                lost_attempts=0,
+                enqueued_at=unit.clock(),
+                finished_at=None,
             )
             .execution_options(synchronize_session=False)
         )

@@ -325,7 +325,7 @@ def test_several_processes_share_the_rate_limit_and_sum_their_metrics(
 def test_serve_refuses_an_outdated_schema(postgres_url: str, tmp_path: Path) -> None:
     from sqlalchemy import make_url
 
-    from tests.conftest import _create_database as create_database
+    from tests.databases import create_database as create_database
 
     url = make_url(postgres_url)
     empty = url.set(database=f"{url.database}_http_empty").render_as_string(hide_password=False)
