@@ -18,7 +18,7 @@ import redis
 import pipeline
 from pipeline.db.store import Store, open_store
 from pipeline.settings import Settings
-from tests.conftest import _create_database, empty_database
+from tests.databases import create_database, empty_database
 from tests.integration.celery_helpers import celery_database_url, episode_counts, wait_for
 from tests.integration.pipeline_helpers import episode
 from tests.integration.server_helpers import free_port
@@ -70,7 +70,7 @@ def broker(tmp_path: Path) -> Iterator[RedisServer]:
 @pytest.fixture
 def database(postgres_url: str) -> str:
     url = celery_database_url(postgres_url) + "_outage"
-    _create_database(url)
+    create_database(url)
     migrated = Store(Settings(database_url=url))
     migrated.upgrade()
     migrated.dispose()

@@ -216,7 +216,7 @@ def test_postgres_purge_vacuum_names_an_old_transaction_and_rewrites_nothing(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from pipeline.cli import run
-    from tests.conftest import empty_database
+    from tests.databases import empty_database
 
     empty_database(postgres_url)
     store = open_store(Settings(database_url=postgres_url))
