@@ -58,14 +58,24 @@ def replay(target_url: str) -> None:
 
 
 @click.command("purge-vacuum")
-def purge_vacuum() -> None:
+@click.option(
+    "--wait",
+    type=click.FloatRange(0, 86_400),
+    default=60.0,
+    show_default=True,
+    help="Seconds to wait for transactions older than this run to end.",
+)
+def purge_vacuum(wait: float) -> None:
     """Rewrite every table so that nothing a purge erased is left in the database files.
 
     PostgreSQL keeps old row versions in its table files until VACUUM FULL, which this runs
     (it locks each table while rewriting it: run it in a quiet hour, e.g. nightly after
-    purges). SQLite is rewritten by VACUUM and its WAL truncated."""
+    purges). A transaction open anywhere in the cluster when it starts may still see the
+    purged rows: it waits --wait seconds for them, then exits 5 naming them (pid, age,
+    database) without rewriting anything. SQLite is rewritten by VACUUM and its WAL
+    truncated."""
     with opened_store() as store:
-        store.vacuum()
+        store.vacuum(wait_s=wait)
     click.echo("database files rewritten; purged content is gone from them", err=True)
 
 
