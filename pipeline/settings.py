@@ -22,7 +22,12 @@ class Settings(BaseSettings):
     )
     catalog_path: Path | None = Field(
         default=None,
-        description="YAML or TOML memory-schema catalogue; None uses the bundled default",
+        description="YAML or TOML memory-schema catalogue; None uses the bundled `catalog`",
+    )
+    catalog: Literal["personal", "support"] = Field(
+        default="personal",
+        description="the bundled catalogue used when catalog_path is unset: personal (what "
+        "people tell an assistant about themselves) or support (a support product's attributes)",
     )
     max_value_bytes: int = Field(default=64 * 1024, gt=0, description="UTF-8 size of a value")
     write_retries: int = Field(

@@ -81,7 +81,7 @@ def purge_vacuum(wait: float) -> None:
 
 @click.group()
 def catalog() -> None:
-    """The memory-schema catalogue (SGAM_CATALOG_PATH, else the bundled default)."""
+    """The memory-schema catalogue (SGAM_CATALOG_PATH, else the bundled one SGAM_CATALOG names)."""
 
 
 @catalog.command("check")
@@ -109,8 +109,18 @@ def catalog_check(as_json: bool) -> None:
 
 
 @catalog.command("show")
-def catalog_show() -> None:
-    """Print the catalogue in effect, validated, as JSON."""
+@click.option(
+    "--bundled",
+    type=click.Choice(["personal", "support"]),
+    help="Print this bundled catalogue instead of the one in effect (no store is opened).",
+)
+def catalog_show(bundled: str | None) -> None:
+    """Print the catalogue in effect (or a bundled one), validated, as JSON."""
+    if bundled is not None:
+        from pipeline.catalog.loader import bundled_catalog
+
+        output.emit_json(bundled_catalog(bundled))
+        return
     with opened_store() as store:
         output.emit_json(store.catalog)
 
@@ -143,7 +153,10 @@ def demo(database_url: str | None, path: Path) -> None:
         tenant = "acme"
     else:
         tenant = f"demo-{uuid.uuid4().hex[:8]}"  # a new tenant on every run: nothing collides
-    store = open_store(load_settings(database_url=database_url))
+    # The demo's episodes speak of the support catalogue's attributes, whatever is configured.
+    store = open_store(
+        load_settings(database_url=database_url, catalog="support", catalog_path=None)
+    )
     try:
         run_demo(store, click.echo, tenant=tenant)
     finally:

@@ -54,7 +54,11 @@ class Store:
     ) -> None:
         self.settings = settings
         self.clock = clock
-        self.catalog = catalog if catalog is not None else load_catalog(settings.catalog_path)
+        self.catalog = (
+            catalog
+            if catalog is not None
+            else load_catalog(settings.catalog_path, settings.catalog)
+        )
         self.backend = backend_for(settings.database_url)
         self.engine = self.backend.create_engine(settings.database_url, settings)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
