@@ -65,7 +65,8 @@ def test_a_reader_sees_no_quarantined_value_no_candidate_and_no_payload(
         reviewed = api.get(f"/v1/episodes/{episode_id}").json()
 
     assert _facts(shown) == [("bot1", "home_city", "active")]
-    assert "Globex" not in str(shown) and "Oslo" not in str(shown)
+    assert "Globex" not in str(shown)
+    assert "Oslo" not in str(shown)
     assert shown["candidates"] == []
     assert shown["decisions"], "the decisions are listed"
     assert {decision["command"] for decision in shown["decisions"]} == {None}
