@@ -60,6 +60,8 @@ async def post_episodes(
         sent = json.loads(await request.body())
     except ValueError as error:
         raise MalformedRequest(f"the body is not JSON: {error}") from None
+    except RecursionError:  # the parser's own limit; the pipeline refuses more than 64 levels
+        raise MalformedRequest("the body is not JSON: it is nested too deeply") from None
     answer, queued = await run_in_threadpool(operations.ingest, store, key, sent, idempotency)
     return json_bytes(json.dumps(answer).encode(), 202 if queued else 200)
 
