@@ -106,7 +106,15 @@ def list_episodes(
 def get_episode(episode_id: str, key: Reader, store: Opened) -> Response:
     episode_id = identifier("episode_id", episode_id)
     require_owned(store, key, "episode", episode_id)
-    return json_bytes(json.dumps(pipeline.show_episode(store, key.tenant_id, episode_id)).encode())
+    shown = pipeline.show_episode(
+        store,
+        key.tenant_id,
+        episode_id,
+        agent_id=key.agent_id,
+        purpose=key.purpose,
+        reviewer=key.allows("reviewer"),
+    )
+    return json_bytes(json.dumps(shown).encode())
 
 
 @router.post(
