@@ -183,9 +183,12 @@ class McpClient(HttpClient):
         request = {"jsonrpc": "2.0", "id": self.calls, "method": "tools/call", "params": params}
         if not self.send("POST", "/mcp", request):
             return False
-        result = json.loads(self.answer).get("result") or {}
-        if result.get("isError", True):
-            self.failures.append(f"tool error: {str(result)[:200]}")
+        # As for REST (whose answers are not parsed here either), only the outcome is read.
+        if (
+            not self.answer.startswith(b'{"jsonrpc":"2.0","id":')
+            or b'"isError":true' in self.answer
+        ):
+            self.failures.append(f"tool error: {self.answer[:200]!r}")
             return False
         return True
 
