@@ -24,15 +24,14 @@ from pipeline.episodes.dispatch import EpisodeKey
 from pipeline.episodes.drive import drive, sweep
 from pipeline.errors import InvalidInput
 from pipeline.ledger import events
-from pipeline.ledger.events import EventKind
 from pipeline.ledger.expire import expire
 from pipeline.policy.apply import ACTOR, promotion_rule
 from pipeline.validation import parse
 from schemas.facts import Trust
 from schemas.fields import Identifier, UtcDatetime, format_utc
+from schemas.lifecycle import CandidateStatus, EpisodeError, EpisodeStatus, EventKind
 from schemas.pipeline_events import ConsolidationPayload
 
-KIND = "consolidation"
 STEPS = ("promoted", "expired_candidates", "expired_facts", "redriven", "requeued")
 Step = Callable[[str], None]
 # A candidate that waits for sessions came from the background lane with an inferred trust
@@ -102,7 +101,7 @@ def _done(step: Step | None, name: str) -> None:
 
 def _buffered(unit: Unit, tenant: str | None) -> list[CandidateRow]:
     query = select(CandidateRow).where(
-        CandidateRow.status == "buffered", CandidateRow.forgotten_at.is_(None)
+        CandidateRow.status == CandidateStatus.BUFFERED, CandidateRow.forgotten_at.is_(None)
     )
     if tenant is not None:
         query = query.where(CandidateRow.tenant_id == tenant)
@@ -136,17 +135,24 @@ def _expire_candidates(unit: Unit, now: datetime, tenant: str | None) -> int:
             rule.window if rule is not None else timedelta(days=unit.settings.buffer_window_days)
         )
         if stale(row.last_seen_at, window, now):
-            close(unit, row, "expired", actor=ACTOR, reason="no support inside the window")
+            close(
+                unit,
+                row,
+                CandidateStatus.EXPIRED,
+                actor=ACTOR,
+                reason="no support inside the window",
+            )
             expired += 1
     return expired
 
 
 def _reopen_retryable(unit: Unit, now: datetime, tenant: str | None) -> list[EpisodeKey]:
-    """Failed episodes whose error may pass (the endpoint or the store was down), at most
-    SGAM_EPISODE_MAX_REDRIVES times each and once per `now`."""
+    """Failed episodes whose error may pass (the endpoint or the store was down, or every
+    attempt was lost to a crash or an expired lease), at most SGAM_EPISODE_MAX_REDRIVES times
+    each and once per `now`."""
     query = select(EpisodeRow).where(
-        EpisodeRow.status == "failed",
-        EpisodeRow.error_kind == "retryable",
+        EpisodeRow.status == EpisodeStatus.FAILED,
+        EpisodeRow.error_kind == EpisodeError.RETRYABLE,
         EpisodeRow.redrives < unit.settings.episode_max_redrives,
         EpisodeRow.text.is_not(None),
     )
@@ -156,7 +162,8 @@ def _reopen_retryable(unit: Unit, now: datetime, tenant: str | None) -> list[Epi
     for row in unit.session.scalars(query.with_for_update(skip_locked=True)):
         if row.redriven_at is not None and row.redriven_at >= now:
             continue
-        row.status, row.attempts, row.enqueued_at = "pending", 0, now
+        row.status, row.attempts, row.enqueued_at = EpisodeStatus.PENDING, 0, now
+        row.lost_attempts = 0
         row.redrives += 1
         row.redriven_at, row.finished_at = now, None
         keys.append((row.tenant_id, row.episode_id))
@@ -169,10 +176,12 @@ def _record(unit: Unit, report: Report, actor: str) -> bool:
     assert moment is not None
     earlier = unit.session.scalars(
         select(EventRow.command).where(
-            EventRow.kind == KIND, EventRow.tenant_id == report.tenant_id
+            EventRow.kind == EventKind.CONSOLIDATION, EventRow.tenant_id == report.tenant_id
         )
         if report.tenant_id is not None
-        else select(EventRow.command).where(EventRow.kind == KIND, EventRow.tenant_id.is_(None))
+        else select(EventRow.command).where(
+            EventRow.kind == EventKind.CONSOLIDATION, EventRow.tenant_id.is_(None)
+        )
     )
     if any((command or {}).get("now") == moment for command in earlier):
         return False
@@ -182,7 +191,7 @@ def _record(unit: Unit, report: Report, actor: str) -> bool:
     )
     events.record(
         unit,
-        KIND,
+        EventKind.CONSOLIDATION,
         payload,
         occurred_at=report.now,
         actor=actor,
@@ -190,6 +199,3 @@ def _record(unit: Unit, report: Report, actor: str) -> bool:
         reason=summary,
     )
     return True
-
-
-events.register(EventKind(KIND, ConsolidationPayload, description="a consolidation run's report"))

@@ -92,7 +92,9 @@ class TrustRejected(ConflictError):
 
 
 class VersionConflict(ConflictError):
-    def __init__(self, message: str, *, expected: int, actual: int) -> None:
+    """`expected`/`actual`: fact versions, or a key's state tags (HTTP's If-Match/ETag)."""
+
+    def __init__(self, message: str, *, expected: int | str, actual: int | str) -> None:
         super().__init__(message)
         self.expected = expected
         self.actual = actual

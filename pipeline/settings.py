@@ -32,7 +32,6 @@ class Settings(BaseSettings):
     batch_size: int = Field(
         default=500, ge=1, le=100_000, description="fact commands per transaction in put_many"
     )
-    debug: bool = Field(default=False, description="print tracebacks of internal errors")
 
     # The LLM endpoint used by extraction; any OpenAI-compatible server (OpenAI, vLLM,
     # Ollama, llama.cpp). Unset base URL: no LLM is configured and extraction uses the rules.
@@ -132,7 +131,12 @@ class Settings(BaseSettings):
         ge=10,
         description="how long a worker may hold an episode before the sweeper gives it to another",
     )
-    episode_max_attempts: int = Field(default=3, ge=1, le=100, description="then `failed`")
+    episode_max_attempts: int = Field(
+        default=3,
+        ge=1,
+        le=100,
+        description="failed attempts, then `failed`; attempts lost to crashes count apart",
+    )
     episode_max_redrives: int = Field(
         default=3, ge=0, le=100, description="times consolidation re-drives a failed episode"
     )

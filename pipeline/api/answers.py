@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pipeline.access.keys import ApiKey
 from pipeline.read.context import ContextItem
 from schemas.facts import Fact
+from schemas.lifecycle import CandidateStatus, EpisodeStatus, ReceiptStatus
 
 
 class Problem(BaseModel):
@@ -31,7 +32,7 @@ class Problem(BaseModel):
 class Receipt(BaseModel):
     line: int = Field(description="the episode's position in the request, from 1")
     episode_id: str
-    status: str = Field(description="queued | duplicate | done | failed")
+    status: ReceiptStatus
     error: str | None = None
 
 
@@ -78,7 +79,7 @@ class Candidate(BaseModel):
     subject: str
     attribute: str
     value: Any
-    status: str
+    status: CandidateStatus
     support: int
     first_seen_at: str | None
     last_seen_at: str | None
@@ -90,7 +91,7 @@ class Candidate(BaseModel):
 
 class Decided(BaseModel):
     candidate_id: str
-    status: str
+    status: CandidateStatus
     fact: Fact | None = None
 
 
@@ -109,7 +110,7 @@ class Episode(BaseModel):
     occurred_at: str
     text: str | None = Field(description="null once purged")
     actor: str | None = Field(description="the key that sent it")
-    status: str = Field(description="pending | processing | done | failed")
+    status: EpisodeStatus
     attempts: int
     last_error: str | None
 
@@ -122,7 +123,7 @@ class EpisodeShown(Episode):
 
 class Retried(BaseModel):
     episode_id: str
-    status: str = Field(description="queued, or done/failed when processed inline")
+    status: ReceiptStatus = Field(description="queued, or done/failed when processed inline")
 
 
 class Forgotten(BaseModel):

@@ -22,10 +22,14 @@ from pipeline.api.problems import Forbidden
 from pipeline.api.routes.owned import require_owned
 from pipeline.db.store import Store
 from pipeline.errors import InvalidInput, InvalidLines
+from pipeline.ledger.slots import SlotKey
+from pipeline.ledger.state_tag import read_state_tag
 from pipeline.validation import invalid_field
 from schemas.facts import Fact
+from schemas.lifecycle import CandidateStatus, ReceiptStatus
 
 Json = dict[str, Any]
+CandidateFilter = CandidateStatus | Literal["all"]
 _FACTS: TypeAdapter[list[Fact]] = TypeAdapter(list[Fact])
 
 
@@ -70,7 +74,7 @@ def ingest(
         raise InvalidLines(bad)
     report = pipeline.ingest(store, episodes)
     receipts = [receipt.to_json() for receipt in report.receipts]
-    queued = any(receipt["status"] == "queued" for receipt in receipts)
+    queued = any(receipt["status"] == ReceiptStatus.QUEUED for receipt in receipts)
     return {"receipts": receipts, "broker_down": report.broker_down}, queued
 
 
@@ -115,6 +119,30 @@ def facts(
     return answer
 
 
+def read_tag(
+    store: Store, key: ApiKey, subject: str, attribute: str, named: Mapping[str, Any]
+) -> str:
+    """The state tag of a single-valued attribute in the read's scope (its ETag)."""
+    scope = _read_scope(key, subject, named)
+    slot = SlotKey(
+        scope["tenant_id"],
+        scope.get("agent_id", "default"),
+        scope.get("purpose", "default"),
+        scope["subject"],
+        attribute,
+        "",
+    )
+    with store.begin() as unit:
+        return read_state_tag(unit.session, slot)
+
+
+def state_tag(store: Store, fact: Fact) -> str:
+    """The state tag of the single-valued key `fact` belongs to, as stored now."""
+    slot = SlotKey(fact.tenant_id, fact.agent_id, fact.purpose, fact.subject, fact.attribute, "")
+    with store.begin() as unit:
+        return read_state_tag(unit.session, slot)
+
+
 def history(
     store: Store,
     key: ApiKey,
@@ -153,7 +181,7 @@ def candidates(
     key: ApiKey,
     *,
     subject: str | None = None,
-    status: str = "buffered",
+    status: CandidateFilter = CandidateStatus.BUFFERED,
     limit: int = 100,
 ) -> list[Json]:
     """The recurrence buffer; `status` "all" lists every state."""

@@ -101,7 +101,12 @@ PROBLEMS: list[tuple[type[BaseException], int, str, str]] = [
     (CatalogError, 500, "catalog-error", "The server's memory-schema catalogue is invalid"),
     (InvalidLines, 422, "invalid-episodes", "Invalid episodes; nothing was stored"),
     (InvalidInput, 422, "invalid-input", "Invalid input; nothing was written"),
-    (VersionConflict, 412, "version-conflict", "The fact is not at the expected version"),
+    (
+        VersionConflict,
+        412,
+        "version-conflict",
+        "The fact or key is not at the state the request expected",
+    ),
     (IdempotencyConflict, 409, "idempotency-conflict", "Idempotency key reused"),
     (FactConflict, 409, "fact-conflict", "An equal-trust fact disagrees"),
     (TrustRejected, 409, "trust-rejected", "A fact of higher trust disagrees"),
@@ -173,6 +178,8 @@ def _extensions(error: BaseException) -> dict[str, Any]:
         return {"field": error.field}
     if isinstance(error, ApiError) and error.field is not None:
         return {"field": error.field}
+    if isinstance(error, VersionConflict) and isinstance(error.expected, str):
+        return {"expected_etag": f'"{error.expected}"', "current_etag": f'"{error.actual}"'}
     if isinstance(error, VersionConflict):
         return {"expected_version": error.expected, "actual_version": error.actual}
     if isinstance(error, FactConflict | TrustRejected):

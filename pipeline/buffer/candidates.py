@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import select, update
 
@@ -19,7 +20,6 @@ from pipeline.db.unit import Unit
 from pipeline.errors import ConflictError, NotBuffered, NotFound
 from pipeline.ledger import events
 from pipeline.ledger.batch import write_fact
-from pipeline.ledger.events import EventKind
 from pipeline.ledger.results import PutResult
 from pipeline.ledger.slots import SlotKey, lock_key
 from schemas.buffer import (
@@ -31,8 +31,8 @@ from schemas.buffer import (
 )
 from schemas.commands import PutFact
 from schemas.facts import JsonValue, Trust
-
-BUFFERED = "buffered"
+from schemas.fields import format_utc
+from schemas.lifecycle import CandidateStatus, EventKind, candidate_kind
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ class Buffered:
     `refused` when the ledger refused the promotion."""
 
     candidate_id: str
-    status: str
+    status: CandidateStatus
     support: int
     fact: PutResult | None = None
     refused: ConflictError | None = None
@@ -117,7 +117,7 @@ def waiting(unit: Unit, where: Subject) -> Waiting:
         CandidateRow.purpose == where.purpose,
         CandidateRow.subject == where.subject,
         CandidateRow.attribute == where.attribute,
-        CandidateRow.status == BUFFERED,
+        CandidateRow.status == CandidateStatus.BUFFERED,
         CandidateRow.forgotten_at.is_(None),
     )
     return Waiting(where, list(unit.session.scalars(query)))
@@ -147,7 +147,9 @@ def add_support(
         buffered = BufferedPayload(candidate=record, support=support)
         apply_buffered(unit, buffered)
         reason = "a weak signal waits for support"
-        _log(unit, "candidate_buffered", buffered, where, record.candidate_id, actor, reason)
+        _log(
+            unit, EventKind.CANDIDATE_BUFFERED, buffered, where, record.candidate_id, actor, reason
+        )
         found = unit.session.get(CandidateRow, record.candidate_id)
         assert found is not None
         key.rows.append(found)
@@ -155,7 +157,7 @@ def add_support(
     if unit.session.get(SupportRow, (row.candidate_id, support.episode_id)) is None:
         supported = SupportedPayload(candidate_id=row.candidate_id, support=support)
         apply_supported(unit, supported)
-        _log(unit, "candidate_supported", supported, where, row.candidate_id, actor, None)
+        _log(unit, EventKind.CANDIDATE_SUPPORTED, supported, where, row.candidate_id, actor, None)
     return row
 
 
@@ -171,14 +173,16 @@ def promote_if_eligible(
 ) -> Buffered:
     supports = supports_of(unit, row.candidate_id)
     if not eligible(supports, times, window):
-        return Buffered(row.candidate_id, row.status, row.support)
-    return settle(unit, row, "promoted", trust=trust, confidence=confidence, actor=actor)
+        return Buffered(row.candidate_id, CandidateStatus(row.status), row.support)
+    return settle(
+        unit, row, CandidateStatus.PROMOTED, trust=trust, confidence=confidence, actor=actor
+    )
 
 
 def settle(
     unit: Unit,
     row: CandidateRow,
-    status: str,
+    status: CandidateStatus,
     *,
     trust: Trust,
     confidence: float,
@@ -200,10 +204,10 @@ def settle(
     )
     outcome = write_fact(unit, command)
     if isinstance(outcome, ConflictError):
-        return Buffered(row.candidate_id, row.status, row.support, refused=outcome)
+        return Buffered(row.candidate_id, CandidateStatus(row.status), row.support, refused=outcome)
     payload = DecidedPayload(
         candidate_id=row.candidate_id,
-        status=status,  # type: ignore[arg-type]
+        status=status,
         now=unit.clock(),
         fact_id=outcome.fact.fact_id,
         reason=reason,
@@ -211,7 +215,7 @@ def settle(
     apply_decided(unit, payload)
     _log(
         unit,
-        f"candidate_{status}",
+        candidate_kind(status),
         payload,
         _where(row),
         row.candidate_id,
@@ -222,16 +226,19 @@ def settle(
     return Buffered(row.candidate_id, status, row.support, fact=outcome)
 
 
-def close(unit: Unit, row: CandidateRow, status: str, *, actor: str, reason: str) -> None:
+def close(
+    unit: Unit, row: CandidateRow, status: CandidateStatus, *, actor: str, reason: str
+) -> None:
     """Reject, reset or expire a buffered candidate."""
     payload = DecidedPayload(
         candidate_id=row.candidate_id,
-        status=status,  # type: ignore[arg-type]
+        status=status,
         now=unit.clock(),
         reason=reason,
     )
     apply_decided(unit, payload)
-    _log(unit, f"candidate_{status}", payload, _where(row), row.candidate_id, actor, reason)
+    kind = candidate_kind(status)
+    _log(unit, kind, payload, _where(row), row.candidate_id, actor, reason)
 
 
 def reset_contradicted(
@@ -240,7 +247,13 @@ def reset_contradicted(
     """A different value of a single-valued attribute, stated later: open candidates of the
     other values lose their support (closed as `reset`)."""
     for rival in key.rivals(kept_digest, at):
-        close(unit, rival, "reset", actor=actor, reason="a later session stated another value")
+        close(
+            unit,
+            rival,
+            CandidateStatus.RESET,
+            actor=actor,
+            reason="a later session stated another value",
+        )
         key.rows.remove(rival)
 
 
@@ -251,12 +264,32 @@ def buffered_candidate(unit: Unit, candidate_id: str, tenant_id: str) -> Candida
         raise NotFound(f"no candidate {candidate_id} in tenant {tenant_id}")
     _where(row).lock(unit)
     unit.session.refresh(row)
-    if row.status != BUFFERED:
+    if row.status != CandidateStatus.BUFFERED:
         raise NotBuffered(
             f"candidate {candidate_id} is {row.status}; only a buffered one can be decided",
             candidate_id=candidate_id,
         )
     return row
+
+
+def candidate_json(row: CandidateRow) -> dict[str, Any]:
+    return {
+        "candidate_id": row.candidate_id,
+        "tenant_id": row.tenant_id,
+        "agent_id": row.agent_id,
+        "purpose": row.purpose,
+        "subject": row.subject,
+        "attribute": row.attribute,
+        "value": row.value,
+        "status": row.status,
+        "support": row.support,
+        "first_seen_at": format_utc(row.first_seen_at),
+        "last_seen_at": format_utc(row.last_seen_at),
+        "valid_from": format_utc(row.valid_from),
+        "decided_at": format_utc(row.decided_at),
+        "fact_id": row.fact_id,
+        "reason": row.reason,
+    }
 
 
 def _where(row: CandidateRow) -> Subject:
@@ -265,7 +298,7 @@ def _where(row: CandidateRow) -> Subject:
 
 def _log(
     unit: Unit,
-    kind: str,
+    kind: EventKind,
     payload: BufferedPayload | SupportedPayload | DecidedPayload,
     where: Subject,
     candidate_id: str,
@@ -294,7 +327,7 @@ def apply_buffered(unit: Unit, payload: BufferedPayload) -> None:
     unit.session.add(
         CandidateRow(
             **record.model_dump(),
-            status=BUFFERED,
+            status=CandidateStatus.BUFFERED,
             support=1,
             first_seen_at=support.occurred_at,
             last_seen_at=support.occurred_at,
@@ -329,20 +362,4 @@ def apply_decided(unit: Unit, payload: DecidedPayload) -> None:
             reason=payload.reason,
         )
         .execution_options(synchronize_session="fetch")
-    )
-
-
-events.register(
-    EventKind("candidate_buffered", BufferedPayload, apply_buffered, "a weak signal was buffered")
-)
-events.register(
-    EventKind(
-        "candidate_supported", SupportedPayload, apply_supported, "another episode supports it"
-    )
-)
-for _status in ("promoted", "confirmed", "rejected", "expired", "reset"):
-    events.register(
-        EventKind(
-            f"candidate_{_status}", DecidedPayload, apply_decided, f"a candidate was {_status}"
-        )
     )

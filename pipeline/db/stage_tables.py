@@ -12,14 +12,27 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import CheckConstraint, ForeignKey, Index, Integer, String, Table, Text
+from sqlalchemy import (
+    Boolean,
+    CheckConstraint,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Table,
+    Text,
+    false,
+)
 from sqlalchemy import text as sql
 from sqlalchemy.orm import Mapped, mapped_column
 
-from pipeline.db.base import ID, TRUST_LEVELS, Base, JsonColumn, UtcDateTime
+from pipeline.db.base import ID, TRUST_LEVELS, Base, JsonColumn, UtcDateTime, sql_list
+from schemas.episodes import Lane, SourceKind
+from schemas.lifecycle import UNFINISHED, CandidateStatus, EpisodeStatus
 
-EPISODE_STATUSES = "('pending', 'processing', 'done', 'failed')"
-CANDIDATE_STATUSES = "('buffered', 'promoted', 'confirmed', 'rejected', 'expired', 'reset')"
+EPISODE_STATUSES = sql_list(EpisodeStatus)
+CANDIDATE_STATUSES = sql_list(CandidateStatus)
+OPEN_CANDIDATE = f"status = '{CandidateStatus.BUFFERED.value}' AND forgotten_at IS NULL"
 
 
 class EpisodeRow(Base):
@@ -44,10 +57,16 @@ class EpisodeRow(Base):
     actor: Mapped[str | None] = mapped_column(ID)
     meta: Mapped[dict[str, Any] | None] = mapped_column("metadata", JsonColumn())
     lane: Mapped[str] = mapped_column(String(16))
+    # A hot-path statement the background lane took over (the model was slow or down): still
+    # decided as the user's own statement, with the hot path's trust.
+    deferred: Mapped[bool] = mapped_column(Boolean, server_default=false())
     status: Mapped[str] = mapped_column(String(16))
-    attempts: Mapped[int] = mapped_column(Integer)
+    attempts: Mapped[int] = mapped_column(Integer)  # claims so far: the claim's fencing token
+    # Of those, the claims that never finished: the worker crashed or its lease ran out. They
+    # have a budget of their own (SGAM_EPISODE_MAX_ATTEMPTS), apart from attempts that failed.
+    lost_attempts: Mapped[int] = mapped_column(Integer, server_default="0")
     last_error: Mapped[str | None] = mapped_column(Text)
-    # 'retryable' or 'permanent': whether consolidation may re-drive a failed episode.
+    # An EpisodeError: whether consolidation may re-drive a failed episode.
     error_kind: Mapped[str | None] = mapped_column(String(16))
     redrives: Mapped[int] = mapped_column(Integer)  # consolidation's re-drives so far
     redriven_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
@@ -75,14 +94,14 @@ class EpisodeRow(Base):
             "ix_episodes_unfinished",
             "status",
             "enqueued_at",
-            postgresql_where=sql("status IN ('pending', 'processing')"),
-            sqlite_where=sql("status IN ('pending', 'processing')"),
+            postgresql_where=sql(f"status IN {sql_list(UNFINISHED)}"),
+            sqlite_where=sql(f"status IN {sql_list(UNFINISHED)}"),
         ),
         Index(None, "tenant_id", "subject"),
         Index(None, "tenant_id", "session_id"),
         CheckConstraint(f"status IN {EPISODE_STATUSES}", name="status"),
-        CheckConstraint("lane IN ('background', 'hot')", name="lane"),
-        CheckConstraint("source IN ('message', 'tool_result', 'business_event')", name="source"),
+        CheckConstraint(f"lane IN {sql_list(Lane)}", name="lane"),
+        CheckConstraint(f"source IN {sql_list(SourceKind)}", name="source"),
         CheckConstraint(f"trust IS NULL OR trust IN {TRUST_LEVELS}", name="trust"),
     )
 
@@ -124,8 +143,8 @@ class CandidateRow(Base):
             "attribute",
             "value_hash",
             unique=True,
-            postgresql_where=sql("status = 'buffered' AND forgotten_at IS NULL"),
-            sqlite_where=sql("status = 'buffered' AND forgotten_at IS NULL"),
+            postgresql_where=sql(OPEN_CANDIDATE),
+            sqlite_where=sql(OPEN_CANDIDATE),
         ),
         Index(None, "tenant_id", "subject", "attribute"),
         CheckConstraint(f"status IN {CANDIDATE_STATUSES}", name="status"),

@@ -30,6 +30,7 @@ from pipeline.db.models import EpisodeRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.episodes.dispatch import EpisodeKey
+from schemas.lifecycle import EpisodeStatus
 
 if TYPE_CHECKING:
     from pipeline.episodes.process import Claimed, Extracted, Outcome
@@ -145,7 +146,7 @@ def renew(unit: Unit, *, held: list[tuple[str, str, int]]) -> int:
         update(EpisodeRow)
         .where(
             tuple_(EpisodeRow.tenant_id, EpisodeRow.episode_id, EpisodeRow.attempts).in_(held),
-            EpisodeRow.status == "processing",
+            EpisodeRow.status == EpisodeStatus.PROCESSING,
         )
         .values(lease_until=lease_until)
         .execution_options(synchronize_session=False)

@@ -29,6 +29,7 @@ from pipeline.extract.llm import LlmClient
 from pipeline.policy.decide import Lane
 from pipeline.validation import invalid
 from schemas.intake import EpisodeIn
+from schemas.lifecycle import ReceiptStatus
 
 Progress = Callable[[int], None]
 
@@ -41,7 +42,7 @@ class Receipt:
 
     line: int
     episode_id: str
-    status: str
+    status: ReceiptStatus
     error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -122,9 +123,10 @@ def _store_chunk(unit: Unit, *, chunk: list[tuple[int, EpisodeIn]]) -> Stored:
         key = (row["tenant_id"], row["episode_id"])
         if key in inserted:
             inserted.discard(key)  # a second line with the same id is a duplicate of this one
-            stored.append((Receipt(line, key[1], "queued"), key))
+            stored.append((Receipt(line, key[1], ReceiptStatus.QUEUED), key))
         else:
-            stored.append((Receipt(line, _stored_id(unit, episode, key[1]), "duplicate"), None))
+            stored_id = _stored_id(unit, episode, key[1])
+            stored.append((Receipt(line, stored_id, ReceiptStatus.DUPLICATE), None))
     return stored
 
 

@@ -19,7 +19,7 @@ from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.episodes.dispatch import EpisodeKey
 from pipeline.episodes.inflight import run_in_flight
-from pipeline.episodes.records import as_episode
+from pipeline.episodes.records import as_episode, stated_on
 from pipeline.errors import LlmFailure, RetryableError, SgamError
 from pipeline.extract.backends import RULES
 from pipeline.extract.choose import choose
@@ -28,11 +28,11 @@ from pipeline.extract.llm import LlmClient
 from pipeline.extract.protocol import ExtractionContext, Extractor, LazyValues
 from pipeline.extract.result import ExtractionResult
 from pipeline.ledger import events
-from pipeline.ledger.events import EventKind
 from pipeline.policy.apply import ACTOR, Decision, Provenance, apply_candidate
 from pipeline.policy.decide import Lane
 from pipeline.read.facts import get
 from schemas.episodes import Episode
+from schemas.lifecycle import EpisodeError, EpisodeStatus, EventKind, ReceiptStatus
 from schemas.pipeline_events import EpisodeProcessedPayload, RefusalRecord
 
 
@@ -41,7 +41,7 @@ class Outcome:
     """`done`, `failed` (for good: attempts used up or a permanent error), `pending` (a
     retryable failure: it will be tried again) or `skipped` (not this claim's to finish)."""
 
-    status: str
+    status: ReceiptStatus
     error: str | None = None
     decisions: list[Decision] = field(default_factory=list)
     extraction: ExtractionResult | None = None
@@ -91,7 +91,9 @@ def process_episodes(
 
 def claim(unit: Unit, keys: Sequence[EpisodeKey], lane: Lane | None = None) -> list[Claimed]:
     """Take the episodes that are waiting (or whose worker's lease ran out); other workers
-    skip the rows this one holds."""
+    skip the rows this one holds. An attempt whose lease ran out was lost (the worker crashed,
+    was killed or stalled): it is counted apart, and only SGAM_EPISODE_MAX_ATTEMPTS of those
+    fail the episode — as retryable, so that consolidation re-drives it."""
     if not keys:
         return []
     now = unit.clock()
@@ -100,8 +102,8 @@ def claim(unit: Unit, keys: Sequence[EpisodeKey], lane: Lane | None = None) -> l
         .where(
             tuple_(EpisodeRow.tenant_id, EpisodeRow.episode_id).in_(list(keys)),
             or_(
-                EpisodeRow.status == "pending",
-                and_(EpisodeRow.status == "processing", EpisodeRow.lease_until < now),
+                EpisodeRow.status == EpisodeStatus.PENDING,
+                and_(EpisodeRow.status == EpisodeStatus.PROCESSING, EpisodeRow.lease_until < now),
             ),
         )
         .with_for_update(skip_locked=True)
@@ -110,13 +112,17 @@ def claim(unit: Unit, keys: Sequence[EpisodeKey], lane: Lane | None = None) -> l
     budget = unit.settings.episode_max_attempts
     for row in unit.session.scalars(query):
         if row.text is None:  # purged while it waited: nothing left to read
-            row.status, row.last_error, row.finished_at = "failed", "purged", now
+            row.status, row.last_error, row.finished_at = EpisodeStatus.FAILED, "purged", now
             continue
-        if row.attempts >= budget:  # every attempt was lost (a crash, a kill): stop here
-            row.status, row.finished_at, row.error_kind = "failed", now, "permanent"
-            row.last_error = f"gave up after {row.attempts} attempts that did not finish"
+        if row.status == EpisodeStatus.PROCESSING:  # the last claim's lease ran out: lost
+            row.lost_attempts += 1
+        if row.lost_attempts >= budget:  # a crash (or a kill) each time: stop here for now
+            row.status, row.finished_at = EpisodeStatus.FAILED, now
+            row.error_kind = EpisodeError.RETRYABLE  # consolidation re-drives it
+            row.last_error = f"gave up after {row.lost_attempts} attempts that did not finish"
+            row.lease_until = None
             continue
-        row.status = "processing"
+        row.status = EpisodeStatus.PROCESSING
         row.attempts += 1
         row.started_at = now
         row.lease_until = now + timedelta(seconds=unit.settings.episode_lease_s)
@@ -125,7 +131,7 @@ def claim(unit: Unit, keys: Sequence[EpisodeKey], lane: Lane | None = None) -> l
 
 
 def claimed_from(row: EpisodeRow) -> Claimed:
-    origin = Provenance(as_episode(row), Lane(row.lane), actor=row.actor or ACTOR)
+    origin = Provenance(as_episode(row), stated_on(row), actor=row.actor or ACTOR)
     return Claimed((row.tenant_id, row.episode_id), row.attempts, origin)
 
 
@@ -170,7 +176,7 @@ def finish(
         select(EpisodeRow)
         .where(
             tuple_(EpisodeRow.tenant_id, EpisodeRow.episode_id).in_(list(tokens)),
-            EpisodeRow.status == "processing",
+            EpisodeRow.status == EpisodeStatus.PROCESSING,
         )
         .with_for_update()
     )
@@ -183,7 +189,7 @@ def finish(
     for item in claimed:
         row = rows.get(item.key)
         if row is None:
-            outcomes[item.key] = Outcome("skipped")
+            outcomes[item.key] = Outcome(ReceiptStatus.SKIPPED)
             continue
         result = extracted[item.key]
         if isinstance(result, ExtractionResult):
@@ -191,7 +197,7 @@ def finish(
         else:
             outcomes[item.key] = _failed(unit, row, result)
         row.lease_until = None
-        if row.status != "pending":
+        if row.status != EpisodeStatus.PENDING:
             row.finished_at = now
     return outcomes
 
@@ -200,7 +206,7 @@ def _apply(unit: Unit, row: EpisodeRow, item: Claimed, result: ExtractionResult)
     decisions = decide_episode(unit, item.origin, result)
     for column, value in done_columns(result).items():
         setattr(row, column, value)
-    return Outcome("done", decisions=decisions, extraction=result)
+    return Outcome(ReceiptStatus.DONE, decisions=decisions, extraction=result)
 
 
 def decide_episode(unit: Unit, origin: Provenance, result: ExtractionResult) -> list[Decision]:
@@ -218,7 +224,7 @@ def done_columns(result: ExtractionResult) -> dict[str, Any]:
     """What a finished episode's row says about how it was read."""
     usage = result.usage
     return {
-        "status": "done",
+        "status": EpisodeStatus.DONE,
         "last_error": None,
         "error_kind": None,
         "extractor": usage.extractor,
@@ -245,7 +251,7 @@ def _record(
     )
     events.record(
         unit,
-        "episode_processed",
+        EventKind.EPISODE_PROCESSED,
         payload,
         occurred_at=unit.clock(),
         actor=origin.actor,
@@ -258,14 +264,14 @@ def _record(
 
 def _failed(unit: Unit, row: EpisodeRow, error: BaseException) -> Outcome:
     retryable = isinstance(error, RetryableError)
-    row.status = (
-        "pending" if retryable and row.attempts < unit.settings.episode_max_attempts else "failed"
-    )
+    failed_attempts = row.attempts - row.lost_attempts  # this one included
+    again = retryable and failed_attempts < unit.settings.episode_max_attempts
+    row.status = EpisodeStatus.PENDING if again else EpisodeStatus.FAILED
     row.last_error = describe(error)
-    row.error_kind = "retryable" if retryable else "permanent"
+    row.error_kind = EpisodeError.RETRYABLE if retryable else EpisodeError.PERMANENT
     if isinstance(error, LlmFailure):
         row.usage = error.usage.model_dump(mode="json")
-    return Outcome(row.status, row.last_error)
+    return Outcome(ReceiptStatus(row.status), row.last_error)
 
 
 def describe(error: BaseException) -> str:
@@ -274,12 +280,3 @@ def describe(error: BaseException) -> str:
     if isinstance(error, SgamError):
         return f"{type(error).__name__}: {error}".splitlines()[0][:500]
     return f"internal error ({type(error).__name__})"
-
-
-events.register(
-    EventKind(
-        "episode_processed",
-        EpisodeProcessedPayload,
-        description="an episode's candidates were decided (audit; replay re-derives nothing)",
-    )
-)

@@ -14,6 +14,7 @@ from pipeline.policy.decide import Lane, episode_trust
 from schemas.episodes import Episode, SourceKind
 from schemas.facts import Trust
 from schemas.intake import EpisodeIn
+from schemas.lifecycle import EpisodeStatus
 
 
 def text_hash(text: str) -> str:
@@ -55,7 +56,7 @@ def read_row(
         lane=lane,
         received_at=received_at,
     )
-    return row | {"status": "processing", "attempts": 1, "started_at": received_at}
+    return row | {"status": EpisodeStatus.PROCESSING, "attempts": 1, "started_at": received_at}
 
 
 def _row(
@@ -88,8 +89,10 @@ def _row(
         "actor": actor,
         "metadata": meta,  # column names: an insert ignores "meta"
         "lane": lane.value,
-        "status": "pending",
+        "deferred": False,
+        "status": EpisodeStatus.PENDING,
         "attempts": 0,
+        "lost_attempts": 0,
         "last_error": None,
         "error_kind": None,
         "redrives": 0,
@@ -105,10 +108,17 @@ def _row(
     }
 
 
+def stated_on(row: EpisodeRow) -> Lane:
+    """The lane the episode was stated on: a hot-path statement the background lane took
+    over is still the user's own statement."""
+    return Lane.HOT if row.deferred else Lane(row.lane)
+
+
 def trust_of(row: EpisodeRow) -> Trust:
-    """The trust the episode's candidates carry: the caller's override, else the source's."""
+    """The trust the episode's candidates carry: the caller's override, else the source's
+    (the user's own on the hot path)."""
     override = Trust(row.trust) if row.trust is not None else None
-    return episode_trust(row.source, override, Lane(row.lane))
+    return episode_trust(row.source, override, stated_on(row))
 
 
 def as_episode(row: EpisodeRow) -> Episode:

@@ -1,4 +1,4 @@
-"""Episode states: `pending → processing → done | failed`. Listing them, showing one with
+"""Episode states (`EpisodeStatus`). Listing them, showing one with
 everything it led to, re-driving failed ones, and the sweeper that re-queues what a broker
 lost or a worker dropped."""
 
@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import and_, or_, select, tuple_, update
 
+from pipeline.buffer.candidates import candidate_json
 from pipeline.db.models import CandidateRow, EpisodeRow, EventRow, FactRow, SupportRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
@@ -21,8 +22,8 @@ from pipeline.ledger.log import EVENT_COLUMNS
 from pipeline.validation import parse
 from schemas.facts import Fact
 from schemas.fields import Identifier, format_utc
+from schemas.lifecycle import EpisodeStatus
 
-STATUSES = ("pending", "processing", "done", "failed")
 _SHOWN = [
     "episode_id",
     "tenant_id",
@@ -39,8 +40,10 @@ _SHOWN = [
     "actor",
     "meta",
     "lane",
+    "deferred",
     "status",
     "attempts",
+    "lost_attempts",
     "last_error",
     "extractor",
     "prompt_version",
@@ -57,7 +60,7 @@ class EpisodeQuery(BaseModel):
     tenant_id: Identifier
     agent_id: Identifier | None = None
     purpose: Identifier | None = None
-    status: str | None = Field(default=None, pattern="^(pending|processing|done|failed)$")
+    status: EpisodeStatus | None = None
     session_id: Identifier | None = None
     subject: Identifier | None = None
     limit: int = Field(default=1000, ge=1, le=100_000)
@@ -129,33 +132,13 @@ def show_episode(store: Store, tenant_id: str, episode_id: str) -> dict[str, Any
         }
 
 
-def candidate_json(row: CandidateRow) -> dict[str, Any]:
-    return {
-        "candidate_id": row.candidate_id,
-        "tenant_id": row.tenant_id,
-        "agent_id": row.agent_id,
-        "purpose": row.purpose,
-        "subject": row.subject,
-        "attribute": row.attribute,
-        "value": row.value,
-        "status": row.status,
-        "support": row.support,
-        "first_seen_at": format_utc(row.first_seen_at),
-        "last_seen_at": format_utc(row.last_seen_at),
-        "valid_from": format_utc(row.valid_from),
-        "decided_at": format_utc(row.decided_at),
-        "fact_id": row.fact_id,
-        "reason": row.reason,
-    }
-
-
 def reopen_failed(
     unit: Unit, *, tenant_id: str | None = None, episode_ids: Sequence[str] = ()
 ) -> list[EpisodeKey]:
     """Failed episodes back to `pending` with a fresh budget of attempts; returns their keys.
     Named episodes that are not failed are left as they are."""
     statement = select(EpisodeRow.tenant_id, EpisodeRow.episode_id).where(
-        EpisodeRow.status == "failed", EpisodeRow.text.is_not(None)
+        EpisodeRow.status == EpisodeStatus.FAILED, EpisodeRow.text.is_not(None)
     )
     if tenant_id is not None:
         statement = statement.where(EpisodeRow.tenant_id == tenant_id)
@@ -166,7 +149,13 @@ def reopen_failed(
         unit.session.execute(
             update(EpisodeRow)
             .where(tuple_(EpisodeRow.tenant_id, EpisodeRow.episode_id).in_(keys))
-            .values(status="pending", attempts=0, enqueued_at=unit.clock(), finished_at=None)
+            .values(
+                status=EpisodeStatus.PENDING,
+                attempts=0,
+                lost_attempts=0,
+                enqueued_at=unit.clock(),
+                finished_at=None,
+            )
             .execution_options(synchronize_session=False)
         )
     return keys
@@ -192,15 +181,15 @@ def strays(unit: Unit, now: datetime, *, tenant_id: str | None = None) -> Stray:
     statement = select(EpisodeRow.tenant_id, EpisodeRow.episode_id, EpisodeRow.status).where(
         EpisodeRow.enqueued_at <= grace,
         or_(
-            EpisodeRow.status == "pending",
-            and_(EpisodeRow.status == "processing", EpisodeRow.lease_until < now),
+            EpisodeRow.status == EpisodeStatus.PENDING,
+            and_(EpisodeRow.status == EpisodeStatus.PROCESSING, EpisodeRow.lease_until < now),
         ),
     )
     if tenant_id is not None:
         statement = statement.where(EpisodeRow.tenant_id == tenant_id)
     found = unit.session.execute(statement.with_for_update(skip_locked=True)).all()
-    pending = [(t, e) for t, e, status in found if status == "pending"]
-    stuck = [(t, e) for t, e, status in found if status == "processing"]
+    pending = [(t, e) for t, e, status in found if status == EpisodeStatus.PENDING]
+    stuck = [(t, e) for t, e, status in found if status == EpisodeStatus.PROCESSING]
     if found:
         unit.session.execute(
             update(EpisodeRow)

@@ -21,6 +21,9 @@ class PutResult:
 
     fact: Fact
     written: bool
+    # The key's state tag right after the write (HTTP's ETag); None for a repeated
+    # idempotency key, whose first answer was stored without it.
+    state: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"fact": self.fact.model_dump(mode="json"), "written": self.written}

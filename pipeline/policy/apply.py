@@ -39,6 +39,7 @@ from schemas.episodes import Episode
 from schemas.extraction import Candidate
 from schemas.facts import Cardinality, Fact, Trust
 from schemas.fields import canonical_json
+from schemas.lifecycle import CandidateStatus, DecisionAction
 from schemas.pipeline_events import DecisionRecord
 
 ACTOR = "pipeline"
@@ -77,7 +78,7 @@ class Decision:
     or rejected (the ledger refused it; `error` says why)."""
 
     attribute: str
-    action: str
+    action: DecisionAction
     reason: str
     fact: Fact | None = None
     candidate_id: str | None = None
@@ -153,11 +154,12 @@ def apply_candidate(unit: Unit, origin: Provenance, candidate: Candidate) -> Dec
             actor=origin.actor,
         )
         sessions = f"supported by {result.support} sessions"
-        promoted = _settled(candidate.attribute, result, "promoted", sessions)
+        promoted = _settled(candidate.attribute, result, DecisionAction.PROMOTED, sessions)
         return promoted or Decision(
-            candidate.attribute, "buffered", verdict.reason, None, row.candidate_id
+            candidate.attribute, DecisionAction.BUFFERED, verdict.reason, None, row.candidate_id
         )
     if isinstance(verdict, Quarantine):
+        quarantined = DecisionAction.QUARANTINED
         return _write(
             unit,
             where,
@@ -166,7 +168,7 @@ def apply_candidate(unit: Unit, origin: Provenance, candidate: Candidate) -> Dec
             support,
             trust=Trust.UNTRUSTED,
             signal=signal,
-            action="quarantined",
+            action=quarantined,
             reason=verdict.reason,
         )
     waits = key.of_value(digest)
@@ -174,7 +176,8 @@ def apply_candidate(unit: Unit, origin: Provenance, candidate: Candidate) -> Dec
         # A strong statement of a value that was waiting: the wait is over, and the fact
         # holds from the first time it was said.
         add_support(unit, key, candidate.value, support, actor=origin.actor)
-        status = "confirmed" if origin.lane is Lane.HOT else "promoted"
+        hot = origin.lane is Lane.HOT
+        status = CandidateStatus.CONFIRMED if hot else CandidateStatus.PROMOTED
         result = settle(
             unit,
             waits,
@@ -184,7 +187,8 @@ def apply_candidate(unit: Unit, origin: Provenance, candidate: Candidate) -> Dec
             actor=origin.actor,
             reason=f"stated by episode {origin.episode_id}",
         )
-        settled = _settled(candidate.attribute, result, status, "it was waiting in the buffer")
+        action = DecisionAction.CONFIRMED if hot else DecisionAction.PROMOTED
+        settled = _settled(candidate.attribute, result, action, "it was waiting in the buffer")
         if settled is not None:
             return settled
     return _write(
@@ -195,16 +199,19 @@ def apply_candidate(unit: Unit, origin: Provenance, candidate: Candidate) -> Dec
         support,
         trust=verdict.trust,
         signal=signal,
-        action="written",
+        action=DecisionAction.WRITTEN,
         reason="a strong signal",
     )
 
 
-def _settled(attribute: str, result: Buffered, action: str, reason: str) -> Decision | None:
+def _settled(
+    attribute: str, result: Buffered, action: DecisionAction, reason: str
+) -> Decision | None:
     """What a promotion or confirmation led to; None while the candidate still waits."""
     if result.refused is not None:
         refused = str(result.refused)
-        return Decision(attribute, "rejected", refused, None, result.candidate_id, result.refused)
+        rejected = DecisionAction.REJECTED
+        return Decision(attribute, rejected, refused, None, result.candidate_id, result.refused)
     if result.fact is not None:
         return Decision(attribute, action, reason, result.fact.fact, result.candidate_id)
     return None
@@ -219,7 +226,7 @@ def _write(
     *,
     trust: Trust,
     signal: float,
-    action: str,
+    action: DecisionAction,
     reason: str,
 ) -> Decision:
     command = put_command(
@@ -233,7 +240,7 @@ def _write(
     )
     outcome = write_fact(unit, command)
     if isinstance(outcome, ConflictError):
-        return Decision(candidate.attribute, "rejected", str(outcome), error=outcome)
+        return Decision(candidate.attribute, DecisionAction.REJECTED, str(outcome), error=outcome)
     return Decision(candidate.attribute, action, reason, outcome.fact)
 
 

@@ -11,24 +11,20 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import timedelta
-from enum import StrEnum
 
 from schemas.catalog import AttributeSpec, Recurrence, Sensitivity
+from schemas.episodes import Lane as Lane  # the policy decides per lane
+from schemas.episodes import SourceKind
 from schemas.facts import Trust
 
 SOURCE_TRUST = {
-    "message": Trust.INFERRED,
-    "tool_result": Trust.UNTRUSTED,
-    "business_event": Trust.VERIFIED,
+    SourceKind.MESSAGE: Trust.INFERRED,
+    SourceKind.TOOL_RESULT: Trust.UNTRUSTED,
+    SourceKind.BUSINESS_EVENT: Trust.VERIFIED,
 }
 RULES_CONFIDENCE = 1.0
 STATED_CONFIDENCE = 0.9  # a model's candidate whose evidence names the attribute
 INFERRED_CONFIDENCE = 0.5  # a model's candidate read between the lines
-
-
-class Lane(StrEnum):
-    BACKGROUND = "background"  # queued episodes, processed by workers
-    HOT = "hot"  # an explicit "remember this", written in the caller's request
 
 
 @dataclass(frozen=True)
@@ -76,7 +72,7 @@ def episode_trust(source: str, override: Trust | None, lane: Lane) -> Trust:
         return override
     if lane is Lane.HOT:
         return Trust.USER_CONFIRMED
-    return SOURCE_TRUST[source]
+    return SOURCE_TRUST[SourceKind(source)]
 
 
 def confidence(extractor: str, evidence: str, names: list[str]) -> float:

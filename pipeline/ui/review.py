@@ -14,7 +14,7 @@ from pipeline.access.keys import authenticate
 from pipeline.api.access import bind
 from pipeline.api.conventions import identifier
 from pipeline.api.routes.owned import require_owned
-from pipeline.buffer.explain import review_candidates
+from pipeline.policy.explain import review_candidates
 from pipeline.ui import render, sessions
 from pipeline.ui.render import need, page, paging, posted, signed_in
 

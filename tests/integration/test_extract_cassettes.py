@@ -18,37 +18,11 @@ from pipeline.extract.guards import normalise_text
 from pipeline.extract.llm import LlmClient
 from pipeline.extract.prompting import PROMPT_NAME, render_messages
 from pipeline.extract.result import ExtractionResult
-from pipeline.settings import Settings
 from schemas.episodes import Episode
 from schemas.extraction import Extraction, response_model
 from schemas.facts import Trust
-from tests.integration.cassettes import cassette
+from tests.integration.cassettes import MODEL, answers, cassette, recorded_tokens, settings
 from tests.unit.extract_helpers import catalog, episode
-
-BASE_URL = "http://127.0.0.1:18765/v1"  # scripts/record-cassettes serves the model here
-MODEL = "smollm2-135m-instruct"
-
-
-def settings(**overrides: Any) -> Settings:
-    fields: dict[str, Any] = {
-        "llm_base_url": BASE_URL,
-        "llm_model": MODEL,
-        "llm_max_tokens": 256,  # a small model rambles; this bounds a recording's time
-        "llm_max_reasks": 1,
-        "llm_timeout_s": 900,  # recording on a CPU is slow; replaying is instant
-        "llm_deadline_s": 3600,
-    }
-    return Settings(_env_file=None, **(fields | overrides))  # type: ignore[call-arg]
-
-
-def answers(played: Any) -> list[dict[str, Any]]:
-    """The chat completions the server sent, as recorded."""
-    return [json.loads(response["body"]["string"]) for response in played.responses]
-
-
-def recorded_tokens(played: Any) -> tuple[int, int]:
-    usages = [answer["usage"] for answer in answers(played)]
-    return sum(u["prompt_tokens"] for u in usages), sum(u["completion_tokens"] for u in usages)
 
 
 def proposed_updates(answer: dict[str, Any]) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ import pytest
 import pipeline
 from pipeline.db.store import Store, open_store
 from pipeline.settings import Settings
-from tests.conftest import _create_database, empty_database
+from tests.databases import create_database, empty_database
 from tests.integration.celery_helpers import (
     REDIS_URL,
     Celery,
@@ -36,7 +36,7 @@ def lane_url(postgres_url: str) -> str:
 
     url = make_url(postgres_url)
     url = url.set(database=f"{url.database}_llm_lane").render_as_string(hide_password=False)
-    _create_database(url)
+    create_database(url)
     migrated = Store(Settings(database_url=url))
     migrated.upgrade()
     migrated.dispose()

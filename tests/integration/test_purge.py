@@ -20,7 +20,7 @@ from pipeline.db.store import Store, open_store
 from pipeline.ledger.events import content_hash
 from pipeline.settings import Settings
 from schemas.commands import PutFact
-from tests.conftest import FrozenClock
+from tests.factories import FrozenClock, fact_command
 
 TENANT, SUBJECT = "acme", "mira"
 
@@ -50,12 +50,7 @@ WRITES: list[dict[str, Any]] = [
 
 
 def _command(write: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "tenant_id": TENANT,
-        "subject": SUBJECT,
-        "valid_from": "2026-01-01T00:00:00Z",
-        "source_episode_id": "e1",
-    } | write
+    return fact_command(tenant_id=TENANT, subject=SUBJECT, source_episode_id="e1") | write
 
 
 def _hash(value: Any) -> str:
@@ -198,7 +193,7 @@ def test_sqlite_purge_leaves_no_value_in_the_files_with_another_connection_open(
 
 @pytest.mark.postgres
 def test_postgres_purge_vacuum_leaves_no_value_in_the_table_files(postgres_url: str) -> None:
-    from tests.conftest import empty_database
+    from tests.databases import empty_database
 
     empty_database(postgres_url)
     store = open_store(Settings(database_url=postgres_url))

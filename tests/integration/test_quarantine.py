@@ -12,6 +12,7 @@ from pipeline.db.models import EventRow, FactRow
 from pipeline.db.store import Store
 from pipeline.errors import FactConflict, NotFound, NotQuarantined, VersionConflict
 from pipeline.ledger.promote import promote
+from tests.factories import put_fact
 
 KEY = {"tenant_id": "acme", "subject": "mira", "attribute": "contact_channel"}
 READ = {"tenant_id": "acme", "subject": "mira"}
@@ -19,7 +20,7 @@ READ = {"tenant_id": "acme", "subject": "mira"}
 
 def _put(store: Store, value: str, start: str, **extra: Any) -> pipeline.PutResult:
     fields = KEY | {"value": value, "valid_from": start, "source_episode_id": f"ep-{value}"}
-    return pipeline.put(store, fields | extra)
+    return put_fact(store, **fields | extra)
 
 
 def _rows(store: Store) -> int:

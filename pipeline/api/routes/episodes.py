@@ -24,6 +24,7 @@ from pipeline.api.conventions import (
 )
 from pipeline.api.problems import MalformedRequest
 from pipeline.api.routes.owned import require_owned
+from schemas.lifecycle import EpisodeStatus, ReceiptStatus
 
 router = APIRouter(prefix="/v1", tags=["episodes"])
 
@@ -86,7 +87,7 @@ def remember(
 def list_episodes(
     key: Reader,
     store: Opened,
-    status: str | None = None,
+    status: EpisodeStatus | None = None,
     session_id: str | None = None,
     subject: str | None = None,
     limit: int = 100,
@@ -119,5 +120,5 @@ def retry_episode(episode_id: str, key: Writer, store: Opened) -> Response:
     require_owned(store, key, "episode", episode_id)
     driven = pipeline.retry_episode(store, key.tenant_id, episode_id)
     outcome = driven.outcomes.get((key.tenant_id, episode_id))
-    status = outcome.status if outcome is not None else "queued"
+    status = outcome.status if outcome is not None else ReceiptStatus.QUEUED
     return json_bytes(json.dumps({"episode_id": episode_id, "status": status}).encode())

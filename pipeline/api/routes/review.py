@@ -13,8 +13,10 @@ import pipeline
 from pipeline.api import answers, operations
 from pipeline.api.access import Reviewer, bind
 from pipeline.api.conventions import Opened, given, identifier, json_bytes
+from pipeline.api.operations import CandidateFilter
 from pipeline.api.problems import Forbidden
 from schemas.facts import Fact
+from schemas.lifecycle import CandidateStatus
 
 router = APIRouter(prefix="/v1", tags=["review"])
 _FACTS: TypeAdapter[list[Fact]] = TypeAdapter(list[Fact])
@@ -29,10 +31,10 @@ def list_candidates(
     key: Reviewer,
     store: Opened,
     subject: str | None = None,
-    status: str = "buffered",
+    status: CandidateFilter = CandidateStatus.BUFFERED,
     limit: int = 100,
 ) -> Response:
-    """`status`: buffered (default), promoted, confirmed, rejected, expired, reset, or all."""
+    """`status`: a candidate status (buffered by default), or all."""
     found = operations.candidates(store, key, subject=subject, status=status, limit=limit)
     return json_bytes(json.dumps(found).encode())
 
