@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from pipeline.episodes.drive import retry, retry_episode, sweep
     from pipeline.episodes.intake import IngestReport, Receipt, ingest
     from pipeline.episodes.states import list_episodes, show_episode
+    from pipeline.episodes.usage import llm_usage
     from pipeline.extract.llm import LlmClient
     from pipeline.extract.result import ExtractionResult
     from pipeline.hot_path import Remembered, remember
@@ -78,6 +79,7 @@ _LAZY = {
     "Receipt": "pipeline.episodes.intake",
     "ingest": "pipeline.episodes.intake",
     "list_episodes": "pipeline.episodes.states",
+    "llm_usage": "pipeline.episodes.usage",
     "show_episode": "pipeline.episodes.states",
     "Remembered": "pipeline.hot_path",
     "remember": "pipeline.hot_path",
@@ -188,6 +190,7 @@ __all__ = [
     "list_episodes",
     "list_keys",
     "list_quarantined",
+    "llm_usage",
     "load_settings",
     "open_store",
     "promote",

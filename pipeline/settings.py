@@ -158,6 +158,13 @@ class Settings(BaseSettings):
     consolidate_cron: str = Field(
         default="0 3 * * *", description="when beat runs consolidation (UTC, crontab syntax)"
     )
+    worker_metrics_port: int | None = Field(
+        default=None,
+        ge=1,
+        le=65535,
+        description="a worker serves its Prometheus metrics on this port (sgam worker "
+        "--metrics-port sets it, with PROMETHEUS_MULTIPROC_DIR)",
+    )
     task_time_limit_s: int = Field(
         default=300, ge=10, description="a worker task is killed after this"
     )

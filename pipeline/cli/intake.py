@@ -186,3 +186,30 @@ def episodes_retry(episode_ids: tuple[str, ...], tenant: str | None, as_json: bo
         )
     if not keys:
         raise click.exceptions.Exit(1)
+
+
+@click.command()
+@click.option("--tenant", help="Only this tenant (default: all).")
+@click.option("--since", help="Only extractions that ended at or after this instant.")
+@json_output
+def usage(tenant: str | None, since: str | None, as_json: bool) -> None:
+    """What the model lane spent per tenant, model and UTC day: requests, attempts, tokens,
+    latency p50/p99, and cost when SGAM_LLM_PRICE_IN/OUT are set; exit 1 when nothing."""
+    from pipeline.episodes.usage import llm_usage
+
+    query = {key: value for key, value in (("tenant_id", tenant), ("since", since)) if value}
+    with opened_store() as store:
+        report = llm_usage(store, query)
+    if output.wants_json(as_json):
+        output.emit_json(report.model_dump(mode="json"))
+    else:
+        for row in report.rows:
+            spent = f"{row.prompt_tokens}+{row.completion_tokens} tokens"
+            cost = "" if row.cost is None else f"  cost {row.cost:.4f}"
+            click.echo(
+                f"{row.day}  {row.tenant_id}  {row.model}  {row.requests} requests, "
+                f"{row.attempts} attempts, {spent}, p50 {row.latency_p50_ms:.0f} ms, "
+                f"p99 {row.latency_p99_ms:.0f} ms{cost}"
+            )
+    if not report.rows:
+        raise click.exceptions.Exit(1)
