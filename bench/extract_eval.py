@@ -215,7 +215,7 @@ def main() -> None:
     if args.base_url:  # your model on MSC and BEAM (bench/extract_llm_eval.py), nothing else
         llm_eval.run(llm_eval.settings_from(args), msc_dialogs=args.msc_dialogs)
         return
-    catalog = load_catalog(None)
+    catalog = load_catalog(None, "support")  # the labelled set speaks of the support attributes
     cases = load_cases(args.data)
     english = [case for case in cases if case["category"] != "non_english"]
     offline = Settings(_env_file=None)  # type: ignore[call-arg]
