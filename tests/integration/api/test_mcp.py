@@ -9,6 +9,7 @@ import subprocess
 import time
 from typing import Any
 
+import httpx2
 import pytest
 from mcp import Client, MCPError
 
@@ -59,6 +60,9 @@ def test_each_role_is_shown_only_its_tools(door: str, server: Server, keys: Keys
     tools = session(door, server, keys("admin"), described)
 
     assert listed == ROLE_TOOLS
+    if door == "http":  # counted in the service's metrics under its own route
+        metrics = httpx2.get(server.url + "/metrics", timeout=30).text
+        assert 'route="/mcp",status="200"' in metrics
     assert all(tool.output_schema and tool.input_schema for tool in tools.values())
     assert tools["get_facts"].annotations.read_only_hint is True
     assert tools["remember"].annotations.read_only_hint is False
