@@ -75,6 +75,26 @@ def test_each_role_is_shown_only_its_tools(door: str, server: Server, keys: Keys
 
 
 @pytest.mark.parametrize("door", DOORS)
+def test_the_handshake_era_protocol_is_served_too(door: str, server: Server, keys: Keys) -> None:
+    secret = keys("writer")
+
+    async def steps(client: Client) -> tuple[str, list[str], Any, Any]:
+        names = [tool.name for tool in (await client.list_tools()).tools]
+        remembered = answer(await client.call_tool("remember", REMEMBERED))
+        facts = answer(await client.call_tool("get_facts", {"subject": "mira"}))
+        return client.protocol_version, names, remembered, facts
+
+    version, names, remembered, facts = session(door, server, secret, steps, mode="legacy")
+    with server.client(secret) as api:
+        rest = api.get("/v1/subjects/mira/facts").json()
+
+    assert version < "2026"  # the initialize handshake, not the 2026-07-28 envelope
+    assert names == ROLE_TOOLS["writer"]
+    assert remembered["facts"][0]["attribute"] == "passport_deadline"
+    assert facts == rest
+
+
+@pytest.mark.parametrize("door", DOORS)
 def test_a_tool_the_role_lacks_is_refused_and_writes_nothing(
     door: str, server: Server, keys: Keys, tenant: str
 ) -> None:
