@@ -29,7 +29,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/sgam_bench_llm"
 BROKER = "redis://127.0.0.1:6379/28"
 TICK = os.sysconf("SC_CLK_TCK")
+_GRACE = timedelta(seconds=120)  # past SGAM_SWEEP_GRACE_S and any lease of a stalled claim
 
 
 class Stub:
@@ -158,11 +159,20 @@ def lane_run(
         started = time.perf_counter()
         receipts = pipeline.ingest(store, lines).receipts
         assert {r.status for r in receipts} == {"queued"}
+        swept, progress = 0, (0, time.perf_counter())
         while True:
             done, _total = done_count(url)
             failed = failed_count(url)
             if done + failed >= len(lines) or time.perf_counter() - started > timeout_s:
                 break
+            if done + failed > progress[0]:
+                progress = (done + failed, time.perf_counter())
+            elif time.perf_counter() - progress[1] > 30:
+                # Nothing settled for 30 s: wake-ups were lost (another test on this machine
+                # may flush every Redis database). The sweeper's own path re-queues them.
+                pending, stuck, _ = pipeline.sweep(store, now=datetime.now(UTC) + _GRACE)
+                swept += pending + stuck
+                progress = (done + failed, time.perf_counter())
             time.sleep(0.1)
         elapsed = time.perf_counter() - started
         cpu = group_cpu_s(worker.pid) - cpu_before
@@ -186,7 +196,25 @@ def lane_run(
         "p99 s": percentile(latency, 0.99) / 1000 if latency else 0.0,
         "429s": stats["rejected"],
         "stub req/s": stub_rate,
+        "re-queued": swept,
     }
+
+
+class Table(list[dict[str, Any]]):
+    """The rows, each printed as soon as its run ends."""
+
+    HEADER = ["episodes", "done", "failed", "episodes/s", "peak in flight", "cpu ms/ep"]
+    HEADER += ["p50 s", "p99 s", "429s", "stub req/s", "re-queued"]
+
+    def append(self, row: dict[str, Any]) -> None:
+        if not self:
+            print(f"{'run':<26}" + "".join(f"{h:>15}" for h in self.HEADER), flush=True)
+        super().append(row)
+        cells = [
+            f"{row[h]:>15.2f}" if isinstance(row[h], float) else f"{row[h]:>15}"
+            for h in self.HEADER
+        ]
+        print(f"{row['run']:<26}" + "".join(cells), flush=True)
 
 
 def baseline_checkout(revision: str) -> Path:
@@ -214,6 +242,8 @@ def main() -> None:
     parser.add_argument("--baseline-episodes", type=int, default=200)
     parser.add_argument("--baseline-latencies", type=float, nargs="+", default=[0.0, 0.4])
     parser.add_argument("--locomo", type=Path, default=LOCOMO)
+    parser.add_argument("--code", type=Path, default=ROOT, help="the checkout whose workers run")
+    parser.add_argument("--label", default="", help="prefix of each run's name")
     args = parser.parse_args()
     lines = locomo_lines(args.locomo)
     stamp = f"{datetime.now(UTC):%Y-%m-%d %H:%M}"
@@ -223,25 +253,28 @@ def main() -> None:
     print(f"SGAM LLM lane benchmark, {stamp} UTC, commit {described}, stub model, 2 processes")
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
     stub = Stub()
-    rows = []
+    rows = Table()
     try:
-        if args.baseline:
-            code = baseline_checkout(args.baseline)
-            for latency in args.baseline_latencies:
-                rows.append(
-                    lane_run(
-                        f"baseline {args.baseline[:8]}, {latency:g} s",
-                        args.url,
-                        lines[: args.baseline_episodes],
-                        stub,
-                        latency_s=latency,
-                        code=code,
-                    )
-                )
+        if args.baseline:  # measured by that commit's own code: its schema, intake and workers
+            checkout = baseline_checkout(args.baseline)
+            command = [sys.executable, str(checkout / "bench" / "llm_lane.py")]
+            if not (checkout / "bench" / "llm_lane.py").exists():
+                command = [sys.executable, __file__]
+            command += ["--code", str(checkout), "--label", f"baseline {args.baseline[:8]}, "]
+            command += ["--episodes", str(args.baseline_episodes), "--slow", "0"]
+            command += ["--rpm-episodes", "0", "--locomo", str(args.locomo), "--url", args.url]
+            command += ["--latencies", *map(str, args.baseline_latencies)]
+            env = {**os.environ, "PYTHONPATH": str(checkout)}
+            subprocess.run(command, env=env, check=False)
         for latency in args.latencies:
             rows.append(
                 lane_run(
-                    f"{latency:g} s", args.url, lines[: args.episodes], stub, latency_s=latency
+                    f"{args.label}{latency:g} s",
+                    args.url,
+                    lines[: args.episodes],
+                    stub,
+                    latency_s=latency,
+                    code=args.code,
                 )
             )
         if args.slow:
@@ -260,14 +293,6 @@ def main() -> None:
             )
     finally:
         stub.stop()
-    header = ["episodes", "done", "failed", "episodes/s", "peak in flight", "cpu ms/ep"]
-    header += ["p50 s", "p99 s", "429s", "stub req/s"]
-    print(f"{'run':<26}" + "".join(f"{h:>12}" for h in header))
-    for row in rows:
-        cells = [
-            f"{row[h]:>12.1f}" if isinstance(row[h], float) else f"{row[h]:>12}" for h in header
-        ]
-        print(f"{row['run']:<26}" + "".join(cells))
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 

@@ -28,6 +28,7 @@ from pipeline.errors import (
     NotFailed,
     NotFound,
     NotQuarantined,
+    PurgeBlocked,
     RetryableError,
     SgamError,
     StoreBusy,
@@ -119,6 +120,7 @@ PROBLEMS: list[tuple[type[BaseException], int, str, str]] = [
     (StoreBusy, 503, "store-busy", "The store is busy; retry later"),
     (StoreUnavailable, 503, "store-unavailable", "A store is unavailable; retry later"),
     (LlmUnavailable, 503, "llm-unavailable", "The LLM endpoint is unavailable; retry later"),
+    (PurgeBlocked, 503, "purge-blocked", "Old transactions hold purged rows; retry later"),
     (RetryableError, 503, "unavailable", "Temporarily unavailable; retry later"),
     (SgamError, 500, "internal-error", "Internal error"),
 ]

@@ -48,7 +48,11 @@ def ingest(file: Path, skip_invalid: bool, as_json: bool) -> None:
             error = f"  {receipt.error}" if receipt.error else ""
             click.echo(f"line {receipt.line}: {receipt.status}  {receipt.episode_id}{error}")
     if report.broker_down:
-        click.echo("note: the broker is unreachable; the episodes wait for the sweeper", err=True)
+        click.echo(
+            "note: the broker is unreachable: the episodes are stored and the sweeper will "
+            "queue them once it answers",
+            err=True,
+        )
     if bad:
         report_lines(bad)
         raise click.exceptions.Exit(2)

@@ -20,6 +20,10 @@ def _celery(*args: str) -> None:
 
     if load_settings().broker_url is None:
         raise InvalidInput("SGAM_BROKER_URL", "is not set: workers need a broker (redis://...)")
+    # Refuse here, as `sgam serve` does, rather than report ready and fail every task: a
+    # wrong URL is exit 2, a store that cannot be reached 5, an outdated schema 2.
+    with opened_store():
+        pass
     sys.stdout.flush()
     os.execv(sys.executable, [sys.executable, "-m", "celery", "-A", "workers.app", *args])
 
@@ -35,7 +39,11 @@ def _celery(*args: str) -> None:
 )
 def worker(queues: str, concurrency: int | None, loglevel: str, metrics_port: int | None) -> None:
     """Start a Celery worker (celery -A workers.app worker ...)."""
-    args = ["worker", "--queues", queues, "--loglevel", loglevel]
+    # Gossip and mingle (worker-to-worker events) are not used here, and their channels are
+    # what Celery fails to close when Redis restarts (kombu: 'NoneType' ... 'hostname'), which
+    # ended the worker instead of reconnecting.
+    args = ["worker", "--queues", queues, "--loglevel", loglevel, "--without-gossip"]
+    args += ["--without-mingle"]
     if concurrency is not None:
         args += ["--concurrency", str(concurrency)]
     if metrics_port is not None:

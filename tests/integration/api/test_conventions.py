@@ -284,7 +284,8 @@ def test_not_ready_while_the_broker_is_down(
     assert ready.status_code == 503
     assert ready.json()["checks"] == {"database": "ok", "broker": "unreachable"}
     assert ingested.json()["broker_down"] is True  # stored: the sweeper queues it later
-    assert ingested.json()["receipts"][0]["status"] == "queued"
+    assert ingested.status_code == 202
+    assert ingested.json()["receipts"][0]["status"] == "stored"  # not "queued": nothing was
     assert metrics.status_code == 200  # the pipeline's gauges, without the broker's depth
     assert 'sgam_episodes{state="pending"}' in metrics.text
     assert "sgam_queue_depth{" not in metrics.text
