@@ -14,7 +14,7 @@ from sqlalchemy import update
 from pipeline.db.models import ClaimRow, FactRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
-from pipeline.errors import ConflictError, NotFound, NotQuarantined
+from pipeline.errors import ConflictError, NotFound, NotQuarantined, VersionConflict
 from pipeline.ledger import events, idempotency
 from pipeline.ledger.results import PutResult, settled
 from pipeline.ledger.slots import SlotKey, lock_key
@@ -51,11 +51,20 @@ def _dismiss(unit: Unit, command: DismissFact, *, now: datetime) -> PutResult | 
     row = current_fact(unit.session, command.fact_id)  # again, now that the key is locked
     assert row is not None
     shown = to_fact(row_values(row))
-    if row.status != FactStatus.QUARANTINED.value:
+    problem: ConflictError | None = None
+    if command.expected_version is not None and row.version != command.expected_version:
+        problem = VersionConflict(
+            f"expected_version {command.expected_version}, but fact {row.fact_id} is at "
+            f"version {row.version}",
+            expected=command.expected_version,
+            actual=row.version,
+        )
+    elif row.status != FactStatus.QUARANTINED.value:
         problem = NotQuarantined(
             f"fact {row.fact_id} is {row.status}; only quarantined facts can be dismissed",
             fact_id=row.fact_id,
         )
+    if problem is not None:
         _record(unit, command, row, now, EventKind.CONFLICT, None, str(problem))
         return problem
     payload = DismissPayload(fact_id=command.fact_id, now=now, reason=command.reason)
