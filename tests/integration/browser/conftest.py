@@ -1,9 +1,9 @@
 """Browser tests: Debian's Chromium (`tests/integration/browser_helpers.py`) against a real
 `sgam serve` on a PostgreSQL database of their own (`<test database>_ui`).
 
-One server for the whole directory and one browser per module; every test gets a fresh browser context
-(no cookies carried over), its own tenant and keys, and leaves a screenshot of where it ended in
-SGAM_TEST_SCREENSHOTS (`build/screenshots`).
+One server for the whole directory and one browser per module; every test gets a fresh
+browser context (no cookies carried over), its own tenant and keys, and leaves a screenshot of
+where it ended in SGAM_TEST_SCREENSHOTS (`build/screenshots`).
 """
 
 from __future__ import annotations
