@@ -98,7 +98,7 @@ PROBLEMS: list[tuple[type[BaseException], int, str, str]] = [
     (MalformedRequest, 400, "malformed-request", "The request cannot be read"),
     (PayloadTooLarge, 413, "payload-too-large", "The request body is too large"),
     (UnsupportedMediaType, 415, "unsupported-media-type", "Send application/json"),
-    (RateLimited, 429, "rate-limited", "Too many requests for this key"),
+    (RateLimited, 429, "rate-limited", "Too many requests"),
     (CatalogError, 500, "catalog-error", "The server's memory-schema catalogue is invalid"),
     (InvalidLines, 422, "invalid-episodes", "Invalid episodes; nothing was stored"),
     (InvalidInput, 422, "invalid-input", "Invalid input; nothing was written"),

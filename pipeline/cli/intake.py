@@ -11,7 +11,7 @@ import click
 
 from pipeline.cli import output
 from pipeline.cli.lines import read_objects, report_lines
-from pipeline.cli.options import given_fields, json_output, opened_store
+from pipeline.cli.options import given_fields, json_output, opened_store, reviewer
 from pipeline.cli.progress import progress
 from schemas.lifecycle import EpisodeStatus, ReceiptStatus
 
@@ -103,6 +103,9 @@ def remember(
     if result.conflicts:
         raise click.exceptions.Exit(3)
     if not result.facts and not result.deferred:
+        why = "; ".join(f"{r['reason']}: {r['message']}" for r in result.rejected)
+        nothing = "no statement of a catalogued attribute was recognised in the text"
+        click.echo(f"sgam: nothing remembered: {why or nothing}", err=True)
         raise click.exceptions.Exit(1)
 
 
@@ -142,20 +145,41 @@ def episodes(context: click.Context, /, tenant: str | None, as_json: bool, **opt
 @episodes.command("show")
 @click.argument("episode_id")
 @click.option("--tenant", required=True, help="Tenant that owns the episode.")
+@click.option("--agent", help="Only an episode of this agent (as a bound key sees it).")
+@click.option("--purpose", help="Only an episode of this purpose.")
+@reviewer
 @json_output
-def episodes_show(episode_id: str, tenant: str, as_json: bool) -> None:
-    """The episode, its candidates, the decisions taken and the facts written."""
+def episodes_show(
+    episode_id: str,
+    tenant: str,
+    agent: str | None,
+    purpose: str | None,
+    include_quarantined: bool,
+    as_json: bool,
+) -> None:
+    """The episode, its candidates, the decisions taken and the facts written (quarantined
+    facts, candidates and the decisions' payloads with --include-quarantined)."""
     from pipeline.episodes.states import show_episode
 
     with opened_store() as store:
-        shown = show_episode(store, tenant, episode_id)
+        shown = show_episode(
+            store,
+            tenant,
+            episode_id,
+            agent_id=agent,
+            purpose=purpose,
+            reviewer=include_quarantined,
+        )
     if output.wants_json(as_json):
         output.emit_json(shown)
         return
     click.echo(f"episode {shown['episode_id']} ({shown['status']}, {shown['lane']} lane)")
     click.echo(f"  {shown['occurred_at']}  session={shown['session_id']}  source={shown['source']}")
     click.echo(f"  text: {shown['text']}")
-    click.echo(f"  extractor={shown['extractor']}  prompt={shown['prompt_version']}")
+    extracted = [f"extractor={shown['extractor'] or 'not yet'}"]
+    if shown["prompt_version"] is not None:
+        extracted.append(f"prompt={shown['prompt_version']}")
+    click.echo("  " + "  ".join(extracted))
     for candidate in shown["candidates"]:
         click.echo(
             f"  candidate {candidate['candidate_id']}: {candidate['attribute']} = "
@@ -163,7 +187,9 @@ def episodes_show(episode_id: str, tenant: str, as_json: bool) -> None:
             f" (support {candidate['support']})"
         )
     for decision in shown["decisions"]:
-        click.echo(f"  decision {decision['kind']}: {decision['reason'] or ''}")
+        facts = ", ".join(decision["fact_ids"]) or "no fact"
+        reason = f": {decision['reason']}" if decision["reason"] else ""
+        click.echo(f"  decision {decision['kind']} ({facts}){reason}")
     for fact in shown["facts"]:
         click.echo(f"  fact {fact['fact_id']}: {fact['attribute']} = {json.dumps(fact['value'])}")
 

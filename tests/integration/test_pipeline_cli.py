@@ -127,7 +127,12 @@ def test_episodes_list_show_and_retry(
     assert [e["episode_id"] for e in json.loads(out)] == ["e1"]
     code, out, _ = _run(capsys, "episodes", "show", "e1", "--tenant", "acme", "--json")
     shown = json.loads(out)
+    assert (code, shown["status"], shown["candidates"]) == (0, "done", [])  # a reader's view
+    reviewer = ("--include-quarantined", "--json")
+    code, out, _ = _run(capsys, "episodes", "show", "e1", "--tenant", "acme", *reviewer)
+    shown = json.loads(out)
     assert (code, shown["status"], len(shown["candidates"])) == (0, "done", 1)
+    assert _run(capsys, "episodes", "show", "e1", "--tenant", "acme", "--agent", "bot9")[0] == 1
     assert _run(capsys, "episodes", "show", "e1", "--tenant", "globex")[0] == 1
     assert _run(capsys, "episodes", "retry", "--tenant", "acme")[0] == 1  # nothing failed
 
@@ -144,6 +149,11 @@ def test_candidates_confirm_and_reject(
     code, out, _ = _run(capsys, "candidates", "--tenant", "acme", "--json")
     waiting = {c["attribute"]: c["candidate_id"] for c in json.loads(out)}
     assert (code, set(waiting)) == (0, {"contact_channel", "answer_style"})
+    for candidate in json.loads(out):  # each lists the episode that supports it
+        (support,) = candidate["supporting"]
+        assert (support["session_id"], support["occurred_at"]) == ("s1", "2026-06-01T09:00:00Z")
+        assert support["episode_id"]
+        assert support["evidence"]
 
     code, out, _ = _run(capsys, "confirm", waiting["contact_channel"], "--tenant", "acme", "--json")
     assert (code, json.loads(out)["status"], json.loads(out)["fact"]["value"]) == (

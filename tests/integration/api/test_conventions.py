@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -243,6 +244,24 @@ def test_each_key_has_its_own_token_bucket(limited: Server, store: Store, tenant
     assert refused.json()["type"] == "urn:sgam:problem:rate-limited"
     assert int(refused.headers["Retry-After"]) >= 1
     assert unaffected == 200
+
+
+def test_unknown_keys_are_rate_limited_per_client_address(
+    limited: Server, store: Store, tenant: str
+) -> None:
+    with limited.client(f"sgam_nosuchkey_{tenant}") as guesser:
+        statuses = [guesser.get("/v1/subjects/mira/facts").status_code for _ in range(8)]
+        refused = guesser.get("/v1/subjects/mira/facts")
+    secret = create_key(store, {"tenant_id": tenant, "role": "reader"})[1]
+    time.sleep(int(refused.headers["Retry-After"]) + 0.5)  # the address's bucket refills
+    with limited.client(secret) as api:
+        valid = api.get("/v1/subjects/mira/facts").status_code
+
+    assert statuses[:3] == [401, 401, 401]  # the burst of refused keys
+    assert set(statuses[3:]) == {429}  # then no lookup at all until the bucket refills
+    assert refused.json()["type"] == "urn:sgam:problem:rate-limited"
+    assert int(refused.headers["Retry-After"]) >= 1
+    assert valid == 200
 
 
 def test_with_a_broker_episodes_wait_in_the_queue(
