@@ -9,6 +9,7 @@ import subprocess
 import time
 from typing import Any
 
+import httpx2
 import pytest
 from mcp import Client, MCPError
 
@@ -53,12 +54,17 @@ EPISODES = [
 def test_each_role_is_shown_only_its_tools(door: str, server: Server, keys: Keys) -> None:
     listed = {role: tool_names(door, server, keys(role)) for role in ROLE_TOOLS}
 
-    async def described(client: Client) -> dict[str, Any]:
-        return {tool.name: tool for tool in (await client.list_tools()).tools}
+    async def described(client: Client) -> tuple[str, dict[str, Any]]:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        return client.protocol_version, tools
 
-    tools = session(door, server, keys("admin"), described)
+    version, tools = session(door, server, keys("admin"), described)
 
     assert listed == ROLE_TOOLS
+    assert version == "2026-07-28"  # what the SDK's client negotiates with this server
+    if door == "http":  # counted in the service's metrics under its own route
+        metrics = httpx2.get(server.url + "/metrics", timeout=30).text
+        assert 'route="/mcp",status="200"' in metrics
     assert all(tool.output_schema and tool.input_schema for tool in tools.values())
     assert tools["get_facts"].annotations.read_only_hint is True
     assert tools["remember"].annotations.read_only_hint is False
@@ -68,6 +74,26 @@ def test_each_role_is_shown_only_its_tools(door: str, server: Server, keys: Keys
         "text"
         in tools["ingest_episodes"].input_schema["properties"]["episodes"]["items"]["properties"]
     )
+
+
+@pytest.mark.parametrize("door", DOORS)
+def test_the_handshake_era_protocol_is_served_too(door: str, server: Server, keys: Keys) -> None:
+    secret = keys("writer")
+
+    async def steps(client: Client) -> tuple[str, list[str], Any, Any]:
+        names = [tool.name for tool in (await client.list_tools()).tools]
+        remembered = answer(await client.call_tool("remember", REMEMBERED))
+        facts = answer(await client.call_tool("get_facts", {"subject": "mira"}))
+        return client.protocol_version, names, remembered, facts
+
+    version, names, remembered, facts = session(door, server, secret, steps, mode="legacy")
+    with server.client(secret) as api:
+        rest = api.get("/v1/subjects/mira/facts").json()
+
+    assert version < "2026"  # the initialize handshake, not the 2026-07-28 envelope
+    assert names == ROLE_TOOLS["writer"]
+    assert remembered["facts"][0]["attribute"] == "passport_deadline"
+    assert facts == rest
 
 
 @pytest.mark.parametrize("door", DOORS)
