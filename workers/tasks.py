@@ -48,4 +48,4 @@ def sweep() -> dict[str, Any]:
 
 @app.task(name=CONSOLIDATE_TASK)
 def consolidate() -> dict[str, Any]:
-    return consolidate_all(store(), {}).to_json()
+    return consolidate_all(store(), {}).model_dump(mode="json")

@@ -13,10 +13,10 @@ from pipeline.buffer.candidates import Buffered, buffered_candidate, close, sett
 from pipeline.db.models import CandidateRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
-from pipeline.episodes.states import candidate_json
 from pipeline.validation import parse
 from schemas.facts import Trust
 from schemas.fields import Identifier
+from schemas.results import Decided, StoredCandidate
 
 
 class CandidateQuery(BaseModel):
@@ -44,7 +44,7 @@ class CandidateCommand(BaseModel):
 
 def list_candidates(
     store: Store, query: CandidateQuery | Mapping[str, Any]
-) -> list[dict[str, Any]]:
+) -> list[StoredCandidate]:
     query = parse(CandidateQuery, query)
     statement = select(CandidateRow).where(
         CandidateRow.tenant_id == query.tenant_id, CandidateRow.forgotten_at.is_(None)
@@ -60,10 +60,10 @@ def list_candidates(
         statement = statement.where(CandidateRow.status == query.status)
     statement = statement.order_by(CandidateRow.created_at).limit(query.limit)
     with store.begin() as unit:
-        return [candidate_json(row) for row in unit.session.scalars(statement)]
+        return [StoredCandidate.model_validate(row) for row in unit.session.scalars(statement)]
 
 
-def confirm(store: Store, command: CandidateCommand | Mapping[str, Any]) -> Buffered:
+def confirm(store: Store, command: CandidateCommand | Mapping[str, Any]) -> Decided:
     """The user confirms: the candidate becomes a fact with the user's trust, valid from its
     first support. Raises NotFound, NotBuffered, or the ledger's refusal."""
     command = parse(CandidateCommand, command)
@@ -83,10 +83,10 @@ def confirm(store: Store, command: CandidateCommand | Mapping[str, Any]) -> Buff
     result = store.run(work)
     if result.refused is not None:
         raise result.refused
-    return result
+    return _decided(result)
 
 
-def reject(store: Store, command: CandidateCommand | Mapping[str, Any]) -> Buffered:
+def reject(store: Store, command: CandidateCommand | Mapping[str, Any]) -> Decided:
     """Drop a buffered candidate for good; its support stays for the audit."""
     command = parse(CandidateCommand, command)
 
@@ -95,4 +95,9 @@ def reject(store: Store, command: CandidateCommand | Mapping[str, Any]) -> Buffe
         close(unit, row, "rejected", actor=command.actor, reason="rejected by the user")
         return Buffered(row.candidate_id, "rejected", row.support)
 
-    return store.run(work)
+    return _decided(store.run(work))
+
+
+def _decided(result: Buffered) -> Decided:
+    fact = result.fact.fact if result.fact is not None else None
+    return Decided(candidate_id=result.candidate_id, status=result.status, fact=fact)

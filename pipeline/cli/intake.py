@@ -42,7 +42,7 @@ def ingest(file: Path, skip_invalid: bool, as_json: bool) -> None:
         )
     for receipt in report.receipts:
         if output.wants_json(as_json):
-            click.echo(json.dumps(receipt.to_json()))
+            click.echo(json.dumps(receipt.model_dump(mode="json")))
         else:
             error = f"  {receipt.error}" if receipt.error else ""
             click.echo(f"line {receipt.line}: {receipt.status}  {receipt.episode_id}{error}")
@@ -83,14 +83,14 @@ def remember(
     with opened_store() as store:
         result = remember_now(store, fields)
     if output.wants_json(as_json):
-        output.emit_json(result.to_json())
+        output.emit_json(result)
     else:
         for fact in result.facts:
             click.echo(output.describe(fact))
         if result.deferred:
             click.echo(f"deferred: episode {result.episode_id} waits for a worker")
         for refusal in result.rejected:
-            click.echo(f"not remembered: {refusal['reason']}: {refusal['message']}")
+            click.echo(f"not remembered: {refusal.reason}: {refusal.message}")
     for conflict in result.conflicts:
         click.echo(f"sgam: {type(conflict).__name__}: {conflict}", err=True)
     if result.conflicts:
@@ -112,6 +112,7 @@ def episodes(context: click.Context, /, tenant: str | None, as_json: bool, **opt
         return
     from pipeline.episodes.states import list_episodes
     from pipeline.errors import InvalidInput
+    from schemas.fields import format_utc
 
     if tenant is None:
         raise InvalidInput("tenant", "is required to list episodes")
@@ -124,9 +125,9 @@ def episodes(context: click.Context, /, tenant: str | None, as_json: bool, **opt
     else:
         for episode in found:
             click.echo(
-                f"{episode['occurred_at']}  {episode['status']:<10}  {episode['episode_id']}  "
-                f"session={episode['session_id']}  attempts={episode['attempts']}"
-                + (f"  error={episode['last_error']}" if episode["last_error"] else "")
+                f"{format_utc(episode.occurred_at)}  {episode.status:<10}  {episode.episode_id}  "
+                f"session={episode.session_id}  attempts={episode.attempts}"
+                + (f"  error={episode.last_error}" if episode.last_error else "")
             )
     if not found:
         raise click.exceptions.Exit(1)
@@ -139,26 +140,29 @@ def episodes(context: click.Context, /, tenant: str | None, as_json: bool, **opt
 def episodes_show(episode_id: str, tenant: str, as_json: bool) -> None:
     """The episode, its candidates, the decisions taken and the facts written."""
     from pipeline.episodes.states import show_episode
+    from schemas.fields import format_utc
 
     with opened_store() as store:
         shown = show_episode(store, tenant, episode_id)
     if output.wants_json(as_json):
         output.emit_json(shown)
         return
-    click.echo(f"episode {shown['episode_id']} ({shown['status']}, {shown['lane']} lane)")
-    click.echo(f"  {shown['occurred_at']}  session={shown['session_id']}  source={shown['source']}")
-    click.echo(f"  text: {shown['text']}")
-    click.echo(f"  extractor={shown['extractor']}  prompt={shown['prompt_version']}")
-    for candidate in shown["candidates"]:
+    click.echo(f"episode {shown.episode_id} ({shown.status}, {shown.lane} lane)")
+    click.echo(
+        f"  {format_utc(shown.occurred_at)}  session={shown.session_id}  source={shown.source}"
+    )
+    click.echo(f"  text: {shown.text}")
+    click.echo(f"  extractor={shown.extractor}  prompt={shown.prompt_version}")
+    for candidate in shown.candidates:
         click.echo(
-            f"  candidate {candidate['candidate_id']}: {candidate['attribute']} = "
-            f"{json.dumps(candidate['value'])}  {candidate['status']}"
-            f" (support {candidate['support']})"
+            f"  candidate {candidate.candidate_id}: {candidate.attribute} = "
+            f"{json.dumps(candidate.value)}  {candidate.status}"
+            f" (support {candidate.support})"
         )
-    for decision in shown["decisions"]:
-        click.echo(f"  decision {decision['kind']}: {decision['reason'] or ''}")
-    for fact in shown["facts"]:
-        click.echo(f"  fact {fact['fact_id']}: {fact['attribute']} = {json.dumps(fact['value'])}")
+    for decision in shown.decisions:
+        click.echo(f"  decision {decision.kind}: {decision.reason or ''}")
+    for fact in shown.facts:
+        click.echo(f"  fact {fact.fact_id}: {fact.attribute} = {json.dumps(fact.value)}")
 
 
 @episodes.command("retry")

@@ -18,6 +18,7 @@ from pipeline.episodes.process import Outcome, process_episodes
 from pipeline.episodes.states import reopen_failed, strays
 from pipeline.errors import NotFailed, NotFound, StoreUnavailable
 from pipeline.extract.llm import LlmClient
+from schemas.results import Retried
 
 # Inline mode retries a retryable failure after these pauses (seconds), within the budget of
 # SGAM_EPISODE_MAX_ATTEMPTS attempts per episode.
@@ -78,12 +79,15 @@ def retry(
 
 def retry_episode(
     store: Store, tenant_id: str, episode_id: str, *, llm: LlmClient | None = None
-) -> Driven:
-    """One failed episode back to work; NotFound when the tenant has no such episode,
-    NotFailed when it is not failed."""
+) -> Retried:
+    """One failed episode back to work: `queued`, or where inline processing left it.
+    NotFound when the tenant has no such episode, NotFailed when it is not failed."""
     keys, driven = retry(store, tenant_id=tenant_id, episode_ids=[episode_id], llm=llm)
     if keys:
-        return driven
+        outcome = driven.outcomes.get(keys[0])
+        return Retried(
+            episode_id=episode_id, status=outcome.status if outcome is not None else "queued"
+        )
     with store.reading() as connection:
         status = connection.execute(
             select(EpisodeRow.status).where(

@@ -17,37 +17,12 @@ from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.episodes.dispatch import EpisodeKey
 from pipeline.errors import NotFound
-from pipeline.ledger.log import EVENT_COLUMNS
 from pipeline.validation import parse
 from schemas.facts import Fact
-from schemas.fields import Identifier, format_utc
+from schemas.fields import Identifier
+from schemas.results import EpisodeDetail, LoggedDecision, StoredCandidate, StoredEpisode
 
 STATUSES = ("pending", "processing", "done", "failed")
-_SHOWN = [
-    "episode_id",
-    "tenant_id",
-    "agent_id",
-    "purpose",
-    "subject",
-    "session_id",
-    "source",
-    "occurred_at",
-    "text",
-    "trust",
-    "idempotency_key",
-    "actor",
-    "meta",
-    "lane",
-    "status",
-    "attempts",
-    "last_error",
-    "extractor",
-    "prompt_version",
-    "usage",
-    "received_at",
-    "started_at",
-    "finished_at",
-]
 
 
 class EpisodeQuery(BaseModel):
@@ -62,15 +37,7 @@ class EpisodeQuery(BaseModel):
     limit: int = Field(default=1000, ge=1, le=100_000)
 
 
-def episode_json(row: EpisodeRow) -> dict[str, Any]:
-    data = {name: getattr(row, name) for name in _SHOWN}
-    data["metadata"] = data.pop("meta") or {}
-    for name in ("occurred_at", "received_at", "started_at", "finished_at"):
-        data[name] = format_utc(data[name])
-    return data
-
-
-def list_episodes(store: Store, query: EpisodeQuery | Mapping[str, Any]) -> list[dict[str, Any]]:
+def list_episodes(store: Store, query: EpisodeQuery | Mapping[str, Any]) -> list[StoredEpisode]:
     query = parse(EpisodeQuery, query)
     statement = select(EpisodeRow).where(EpisodeRow.tenant_id == query.tenant_id)
     for column, value in (
@@ -84,10 +51,10 @@ def list_episodes(store: Store, query: EpisodeQuery | Mapping[str, Any]) -> list
             statement = statement.where(column == value)
     statement = statement.order_by(EpisodeRow.occurred_at, EpisodeRow.episode_id).limit(query.limit)
     with store.begin() as unit:
-        return [episode_json(row) for row in unit.session.scalars(statement)]
+        return [StoredEpisode.model_validate(row) for row in unit.session.scalars(statement)]
 
 
-def show_episode(store: Store, tenant_id: str, episode_id: str) -> dict[str, Any]:
+def show_episode(store: Store, tenant_id: str, episode_id: str) -> EpisodeDetail:
     """The episode, the candidates it supports, the decisions taken for it and the facts it
     is the source of. Another tenant's episode is reported exactly like a missing one."""
     with store.begin() as unit:
@@ -114,38 +81,12 @@ def show_episode(store: Store, tenant_id: str, episode_id: str) -> dict[str, Any
             )
             .order_by(FactRow.attribute, FactRow.valid_from)
         ).all()
-        return episode_json(row) | {
-            "candidates": [candidate_json(candidate) for candidate in candidates],
-            "decisions": [
-                {key: getattr(event, key) for key in EVENT_COLUMNS}
-                | {"occurred_at": format_utc(event.occurred_at)}
-                for event in decisions
-            ],
-            "facts": [
-                Fact.model_validate(fact, from_attributes=True).model_dump(mode="json")
-                for fact in facts
-            ],
-        }
-
-
-def candidate_json(row: CandidateRow) -> dict[str, Any]:
-    return {
-        "candidate_id": row.candidate_id,
-        "tenant_id": row.tenant_id,
-        "agent_id": row.agent_id,
-        "purpose": row.purpose,
-        "subject": row.subject,
-        "attribute": row.attribute,
-        "value": row.value,
-        "status": row.status,
-        "support": row.support,
-        "first_seen_at": format_utc(row.first_seen_at),
-        "last_seen_at": format_utc(row.last_seen_at),
-        "valid_from": format_utc(row.valid_from),
-        "decided_at": format_utc(row.decided_at),
-        "fact_id": row.fact_id,
-        "reason": row.reason,
-    }
+        return EpisodeDetail(
+            **dict(StoredEpisode.model_validate(row)),
+            candidates=[StoredCandidate.model_validate(c) for c in candidates],
+            decisions=[LoggedDecision.model_validate(event) for event in decisions],
+            facts=[Fact.model_validate(fact, from_attributes=True) for fact in facts],
+        )
 
 
 def reopen_failed(

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
@@ -14,20 +15,19 @@ from schemas.facts import Fact
 R = TypeVar("R")
 
 
-@dataclass(frozen=True)
-class PutResult:
+class PutResult(BaseModel):
     """The fact that now holds the written value at its valid_from. `written` is False when the
     ledger already said so (a restatement or a repeated idempotency key)."""
 
-    fact: Fact
-    written: bool
+    model_config = ConfigDict(frozen=True)
 
-    def to_json(self) -> dict[str, Any]:
-        return {"fact": self.fact.model_dump(mode="json"), "written": self.written}
+    fact: Fact
+    written: bool = Field(description="false: the ledger already held this (or a retry)")
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> PutResult:
-        return cls(Fact.model_validate(data["fact"]), written=False)
+    def repeated(cls, stored: Mapping[str, Any]) -> PutResult:
+        """What a repeated idempotency key answers: the first result, nothing written now."""
+        return cls(fact=Fact.model_validate(stored["fact"]), written=False)
 
 
 def settled(store: Store, work: Callable[[Unit], R | ConflictError]) -> R:

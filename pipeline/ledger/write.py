@@ -82,7 +82,7 @@ def judge_and_store(
         _Log(unit, claim, command).event(
             Decision.QUARANTINE, [claim.claim_id], "untrusted source: hidden until promoted"
         )
-        return PutResult(fact, written=True)
+        return PutResult(fact=fact, written=True)
 
     claim = _after_earlier_claims(claim, state)
     log = _Log(unit, claim, command)
@@ -105,7 +105,7 @@ def judge_and_store(
     for change in changes:
         if change.fact_id != holder["fact_id"]:
             log.derived(Decision.SUPERSEDE, change, claim.claim_id)
-    return PutResult(to_fact(holder), written=bool(changes))
+    return PutResult(fact=to_fact(holder), written=bool(changes))
 
 
 def _store(pending: PendingWrites, claim: ClaimRecord, state: SlotState) -> list[Change]:

@@ -6,16 +6,13 @@ A fact's `version` is its ETag; PUT sends the version it read in If-Match (a sta
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
-from pydantic import TypeAdapter
 
 import pipeline
 from pipeline.access.keys import ApiKey
-from pipeline.api import answers
 from pipeline.api.access import Reader, Reviewer, Writer, bind
 from pipeline.api.bodies import PutBody
 from pipeline.api.conventions import (
@@ -27,14 +24,14 @@ from pipeline.api.conventions import (
     given,
     idempotency_key,
     identifier,
-    json_bytes,
 )
 from pipeline.api.problems import Forbidden
 from pipeline.api.routes.owned import require_owned
+from pipeline.ledger.results import PutResult
+from pipeline.read.context import Context
 from schemas.facts import Cardinality, Fact
 
 router = APIRouter(prefix="/v1", tags=["facts"])
-_FACTS: TypeAdapter[list[Fact]] = TypeAdapter(list[Fact])
 Text = Annotated[str | None, Query()]
 
 
@@ -57,36 +54,37 @@ def read_scope(key: ApiKey, subject: str, named: dict[str, str]) -> dict[str, ob
 @router.put(
     "/facts",
     summary="Write a fact (the ledger's put)",
-    responses={200: {"model": answers.Written}, 201: {"model": answers.Written}},
+    response_model=PutResult,
+    responses={200: {"model": PutResult, "description": "the ledger already held it"}},
     status_code=201,
 )
 def put_fact(
     body: PutBody,
+    response: Response,
     key: Writer,
     store: Opened,
     idempotency: IdempotencyHeader = None,
     if_match: IfMatchHeader = None,
-) -> Response:
+) -> PutResult:
     """201 with the new fact; 200 when the ledger already held the value (a restatement, or
     a retry with the same Idempotency-Key). The answer's ETag is the fact's version."""
     fields = bind(key, body.model_dump(exclude_unset=True)) | {"actor": key.key_id}
     fields = idempotency_key(idempotency, fields)
     fields["expected_version"] = expected_version(if_match)
     result = pipeline.put(store, fields)
-    status = 201 if result.written else 200
-    payload = answers.Written(fact=result.fact, written=result.written)
-    return json_bytes(
-        payload.model_dump_json().encode(), status, {"ETag": etag(result.fact.version)}
-    )
+    response.status_code = 201 if result.written else 200
+    response.headers["ETag"] = etag(result.fact.version)
+    return result
 
 
 @router.get(
     "/subjects/{subject}/facts",
     summary="What holds for a subject at a valid time, as believed at a known time",
-    responses={200: {"model": list[Fact]}},
+    response_model=list[Fact],
 )
 def get_facts(
     subject: str,
+    response: Response,
     key: Reader,
     store: Opened,
     named: Scope,
@@ -94,7 +92,7 @@ def get_facts(
     at: Text = None,
     known_at: Text = None,
     include_quarantined: bool = False,
-) -> Response:
+) -> list[Fact]:
     """With a single-valued `attribute`, the ETag is the holding fact's version (`"0"`: none),
     the value to send in If-Match. `include_quarantined` needs the reviewer role."""
     if include_quarantined and not key.allows("reviewer"):
@@ -102,17 +100,16 @@ def get_facts(
     query = read_scope(key, subject, named)
     query |= given(attribute=attribute, at=at, known_at=known_at)
     facts = pipeline.get(store, query | {"include_quarantined": include_quarantined})
-    headers = {}
     spec = store.catalog.attributes.get(attribute) if attribute is not None else None
     if spec is not None and spec.cardinality is Cardinality.ONE:
-        headers["ETag"] = etag(facts[0].version if facts else 0)
-    return json_bytes(_FACTS.dump_json(facts), headers=headers)
+        response.headers["ETag"] = etag(facts[0].version if facts else 0)
+    return facts
 
 
 @router.get(
     "/subjects/{subject}/attributes/{attribute}/history",
     summary="Every interval of an attribute, or every row version ever recorded",
-    responses={200: {"model": list[Fact]}},
+    response_model=list[Fact],
 )
 def get_history(
     subject: str,
@@ -122,17 +119,17 @@ def get_history(
     named: Scope,
     known_at: Text = None,
     versions: bool = False,
-) -> Response:
+) -> list[Fact]:
     query = read_scope(key, subject, named)
     query["attribute"] = identifier("attribute", attribute)
     query |= given(known_at=known_at)
-    return json_bytes(_FACTS.dump_json(pipeline.history(store, query, versions=versions)))
+    return pipeline.history(store, query, versions=versions)
 
 
 @router.get(
     "/subjects/{subject}/context",
     summary="The smallest cited context about a subject that fits a token budget",
-    responses={200: {"model": answers.Cited}},
+    response_model=Context,
 )
 def get_context(
     subject: str,
@@ -141,27 +138,26 @@ def get_context(
     named: Scope,
     query: Text = None,
     budget_tokens: Text = None,
-) -> Response:
+) -> Context:
     """`text` joins the items as a model would be given them."""
     asked = read_scope(key, subject, named)
     asked |= given(query=query, budget_tokens=budget_tokens)
-    assembled = pipeline.assemble(store, asked)
-    payload = assembled.model_dump(mode="json") | {"text": assembled.text}
-    return json_bytes(json.dumps(payload).encode())
+    return pipeline.assemble(store, asked)
 
 
 @router.post(
     "/facts/{fact_id}/promote",
     summary="Release a quarantined fact",
-    responses={200: {"model": answers.Written}},
+    response_model=PutResult,
 )
 def promote_fact(
     fact_id: str,
+    response: Response,
     key: Reviewer,
     store: Opened,
     idempotency: IdempotencyHeader = None,
     if_match: IfMatchHeader = None,
-) -> Response:
+) -> PutResult:
     """If-Match names the quarantined fact's version (its ETag); a stale one is 412."""
     fact_id = identifier("fact_id", fact_id)
     require_owned(store, key, "fact", fact_id)
@@ -171,7 +167,5 @@ def promote_fact(
     )
     fields["expected_version"] = expected_version(if_match)
     result = pipeline.promote(store, fields)
-    payload = answers.Written(fact=result.fact, written=result.written)
-    return json_bytes(
-        payload.model_dump_json().encode(), headers={"ETag": etag(result.fact.version)}
-    )
+    response.headers["ETag"] = etag(result.fact.version)
+    return result

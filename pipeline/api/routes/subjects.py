@@ -3,22 +3,18 @@ with `purge`, its content is erased too."""
 
 from __future__ import annotations
 
-import json
-
 from fastapi import APIRouter
-from fastapi.responses import Response
 
 import pipeline
-from pipeline.api import answers
 from pipeline.api.access import Admin
 from pipeline.api.conventions import (
     IdempotencyHeader,
     Opened,
     idempotency_key,
     identifier,
-    json_bytes,
 )
 from pipeline.api.problems import Forbidden
+from pipeline.ledger.forget import ForgetResult
 
 router = APIRouter(prefix="/v1", tags=["subjects"])
 
@@ -26,7 +22,7 @@ router = APIRouter(prefix="/v1", tags=["subjects"])
 @router.delete(
     "/subjects/{subject}",
     summary="Forget a subject (admin); ?purge=true also erases its content",
-    responses={200: {"model": answers.Forgotten}},
+    response_model=ForgetResult,
 )
 def forget(
     subject: str,
@@ -34,7 +30,7 @@ def forget(
     store: Opened,
     purge: bool = False,
     idempotency: IdempotencyHeader = None,
-) -> Response:
+) -> ForgetResult:
     """Forgetting spans every agent and purpose of the tenant, so a key bound to one may not."""
     if key.agent_id is not None or key.purpose is not None:
         raise Forbidden("forgetting spans every agent and purpose; this key is bound to one")
@@ -44,6 +40,4 @@ def forget(
         "purge": purge,
         "actor": key.key_id,
     }
-    result = pipeline.forget(store, idempotency_key(idempotency, command))
-    answer = result.to_json() | {"files_scrubbed": result.files_scrubbed}
-    return json_bytes(json.dumps(answer).encode())
+    return pipeline.forget(store, idempotency_key(idempotency, command))
