@@ -21,7 +21,7 @@ from sqlalchemy import create_engine, func, make_url, select, text
 import pipeline
 from pipeline.db.models import FACT_COLUMNS, EventRow, FactRow
 from pipeline.db.store import Store
-from pipeline.ledger.replay import replay
+from pipeline.rebuild import replay
 from pipeline.settings import Settings
 
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/sgam_bench_replay"

@@ -44,7 +44,6 @@ if TYPE_CHECKING:
         revoke_key,
     )
     from pipeline.buffer.review import confirm, list_candidates, reject
-    from pipeline.catalog.check import check_catalog
     from pipeline.consolidation import Report, consolidate
     from pipeline.db.store import Store, open_store
     from pipeline.db.unit import Unit
@@ -59,12 +58,13 @@ if TYPE_CHECKING:
     from pipeline.ledger.forget import ForgetResult, forget, forget_subject
     from pipeline.ledger.log import decision_log
     from pipeline.ledger.promote import promote, promote_fact
-    from pipeline.ledger.replay import ReplayReport, replay
     from pipeline.ledger.results import PutResult
+    from pipeline.read.catalog_check import check_catalog
     from pipeline.read.context import Context, ContextItem, ContextQuery, assemble
     from pipeline.read.facts import FactQuery, get, history
     from pipeline.read.owners import scope_of
     from pipeline.read.quarantine import list_quarantined
+    from pipeline.rebuild import ReplayReport, replay
     from pipeline.settings import Settings, load_settings
     from schemas.results import (
         CatalogProblem,
@@ -109,7 +109,7 @@ _LAZY = {
     "Remembered": "pipeline.hot_path",
     "remember": "pipeline.hot_path",
     "CatalogProblem": "schemas.results",
-    "check_catalog": "pipeline.catalog.check",
+    "check_catalog": "pipeline.read.catalog_check",
     "Store": "pipeline.db.store",
     "open_store": "pipeline.db.store",
     "Unit": "pipeline.db.unit",
@@ -127,8 +127,8 @@ _LAZY = {
     "decision_log": "pipeline.ledger.log",
     "promote": "pipeline.ledger.promote",
     "promote_fact": "pipeline.ledger.promote",
-    "ReplayReport": "pipeline.ledger.replay",
-    "replay": "pipeline.ledger.replay",
+    "ReplayReport": "pipeline.rebuild",
+    "replay": "pipeline.rebuild",
     "PutResult": "pipeline.ledger.results",
     "put": "pipeline.ledger.batch",
     "write_fact": "pipeline.ledger.batch",

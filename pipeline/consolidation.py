@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 from sqlalchemy import select
 
 from pipeline.buffer.candidates import close, promote_if_eligible
@@ -23,18 +24,21 @@ from pipeline.episodes.dispatch import EpisodeKey
 from pipeline.episodes.drive import drive, sweep
 from pipeline.errors import InvalidInput
 from pipeline.ledger import events
-from pipeline.ledger.events import EventKind
 from pipeline.ledger.expire import expire
-from pipeline.policy.apply import ACTOR, thresholds_of
-from pipeline.policy.decide import Buffer, Lane, decide
+from pipeline.policy.apply import ACTOR, promotion_rule
 from pipeline.validation import parse
 from schemas.facts import Trust
 from schemas.fields import Identifier, UtcDatetime, UtcInstant, format_utc
+from schemas.lifecycle import CandidateStatus, EpisodeError, EpisodeStatus, EventKind
 from schemas.pipeline_events import ConsolidationPayload
 
-KIND = "consolidation"
 STEPS = ("promoted", "expired_candidates", "expired_facts", "redriven", "requeued")
 Step = Callable[[str], None]
+# A candidate that waits for sessions came from the background lane with an inferred trust
+# (a verified or user-confirmed one is written at once), and the buffer keeps no episode's
+# confidence: a fact promoted on support alone is written with none.
+PROMOTED_TRUST = Trust.INFERRED
+PROMOTED_CONFIDENCE = 0.0
 
 
 class ConsolidateCommand(BaseModel):
@@ -57,7 +61,7 @@ class Report(BaseModel):
     expired_facts: int = 0
     redriven: int = 0
     requeued: int = 0
-    recorded: bool = Field(default=False, exclude=True)
+    recorded: SkipJsonSchema[bool] = Field(default=False, exclude=True)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -102,32 +106,17 @@ def _done(step: Step | None, name: str) -> None:
 
 def _buffered(unit: Unit, tenant: str | None) -> list[CandidateRow]:
     query = select(CandidateRow).where(
-        CandidateRow.status == "buffered", CandidateRow.forgotten_at.is_(None)
+        CandidateRow.status == CandidateStatus.BUFFERED, CandidateRow.forgotten_at.is_(None)
     )
     if tenant is not None:
         query = query.where(CandidateRow.tenant_id == tenant)
     return list(unit.session.scalars(query.order_by(CandidateRow.created_at)))
 
 
-def _rule(unit: Unit, row: CandidateRow) -> Buffer | None:
-    """What the policy would ask of this candidate now (the catalogue may have changed)."""
-    spec = unit.catalog.attributes.get(row.attribute)
-    if spec is None:
-        return None
-    verdict = decide(
-        spec,
-        trust=Trust.INFERRED,
-        lane=Lane.BACKGROUND,
-        confidence=0.0,
-        thresholds=thresholds_of(unit),
-    )
-    return verdict if isinstance(verdict, Buffer) else None
-
-
 def _promote_eligible(unit: Unit, tenant: str | None) -> int:
     promoted = 0
     for row in _buffered(unit, tenant):
-        rule = _rule(unit, row)
+        rule = promotion_rule(unit, row.attribute)
         if rule is None or rule.times is None:
             continue
         result = promote_if_eligible(
@@ -135,8 +124,8 @@ def _promote_eligible(unit: Unit, tenant: str | None) -> int:
             row,
             times=rule.times,
             window=rule.window,
-            trust=Trust.INFERRED,
-            confidence=rule.confidence,
+            trust=PROMOTED_TRUST,
+            confidence=PROMOTED_CONFIDENCE,
             actor=ACTOR,
         )
         promoted += result.fact is not None
@@ -146,12 +135,18 @@ def _promote_eligible(unit: Unit, tenant: str | None) -> int:
 def _expire_candidates(unit: Unit, now: datetime, tenant: str | None) -> int:
     expired = 0
     for row in _buffered(unit, tenant):
-        rule = _rule(unit, row)
+        rule = promotion_rule(unit, row.attribute)
         window = (
             rule.window if rule is not None else timedelta(days=unit.settings.buffer_window_days)
         )
         if stale(row.last_seen_at, window, now):
-            close(unit, row, "expired", actor=ACTOR, reason="no support inside the window")
+            close(
+                unit,
+                row,
+                CandidateStatus.EXPIRED,
+                actor=ACTOR,
+                reason="no support inside the window",
+            )
             expired += 1
     return expired
 
@@ -160,8 +155,8 @@ def _reopen_retryable(unit: Unit, now: datetime, tenant: str | None) -> list[Epi
     """Failed episodes whose error may pass (the endpoint or the store was down), at most
     SGAM_EPISODE_MAX_REDRIVES times each and once per `now`."""
     query = select(EpisodeRow).where(
-        EpisodeRow.status == "failed",
-        EpisodeRow.error_kind == "retryable",
+        EpisodeRow.status == EpisodeStatus.FAILED,
+        EpisodeRow.error_kind == EpisodeError.RETRYABLE,
         EpisodeRow.redrives < unit.settings.episode_max_redrives,
         EpisodeRow.text.is_not(None),
     )
@@ -171,7 +166,7 @@ def _reopen_retryable(unit: Unit, now: datetime, tenant: str | None) -> list[Epi
     for row in unit.session.scalars(query.with_for_update(skip_locked=True)):
         if row.redriven_at is not None and row.redriven_at >= now:
             continue
-        row.status, row.attempts, row.enqueued_at = "pending", 0, now
+        row.status, row.attempts, row.enqueued_at = EpisodeStatus.PENDING, 0, now
         row.redrives += 1
         row.redriven_at, row.finished_at = now, None
         keys.append((row.tenant_id, row.episode_id))
@@ -184,10 +179,12 @@ def _record(unit: Unit, report: Report, actor: str) -> bool:
     assert moment is not None
     earlier = unit.session.scalars(
         select(EventRow.command).where(
-            EventRow.kind == KIND, EventRow.tenant_id == report.tenant_id
+            EventRow.kind == EventKind.CONSOLIDATION, EventRow.tenant_id == report.tenant_id
         )
         if report.tenant_id is not None
-        else select(EventRow.command).where(EventRow.kind == KIND, EventRow.tenant_id.is_(None))
+        else select(EventRow.command).where(
+            EventRow.kind == EventKind.CONSOLIDATION, EventRow.tenant_id.is_(None)
+        )
     )
     if any((command or {}).get("now") == moment for command in earlier):
         return False
@@ -197,7 +194,7 @@ def _record(unit: Unit, report: Report, actor: str) -> bool:
     )
     events.record(
         unit,
-        KIND,
+        EventKind.CONSOLIDATION,
         payload,
         occurred_at=report.now,
         actor=actor,
@@ -205,6 +202,3 @@ def _record(unit: Unit, report: Report, actor: str) -> bool:
         reason=summary,
     )
     return True
-
-
-events.register(EventKind(KIND, ConsolidationPayload, description="a consolidation run's report"))

@@ -17,6 +17,7 @@ from pipeline.db.store import Store
 from pipeline.episodes.intake import ingest
 from pipeline.episodes.states import show_episode
 from pipeline.read.facts import get
+from schemas.facts import FactStatus
 from schemas.fields import format_utc
 
 # (episode id, session, when, what was said)
@@ -65,7 +66,7 @@ def run_demo(store: Store, say: Callable[[str], None], tenant: str = "acme") -> 
     quarantined = [
         f
         for f in get(store, scope | {"include_quarantined": True})
-        if f.status.value == "quarantined"
+        if f.status is FactStatus.QUARANTINED
     ]
     for fact in quarantined:
         say(f"  ({fact.attribute} is quarantined: sensitive, and not said on the hot path)")

@@ -20,8 +20,8 @@ SgamError
 └── RetryableError              transient; the same call may succeed later
     ├── StoreBusy               lock timeouts or deadlocks outlasted the bounded retries
     ├── StoreUnavailable        the database cannot be reached or opened
-    └── LlmUnavailable          the LLM endpoint failed (unreachable, timeout, 429, 5xx)
-                                through every transport retry or past the deadline
+    └── LlmUnavailable          the LLM endpoint failed (unreachable, timeout, 429, 5xx, an
+                                answer cut short) through every retry or past the deadline
 
 The three Llm* errors share `LlmFailure`: `attempts` (requests sent), `usage` (tokens and
 latency spent, a `schemas.extraction.Usage`) and `last_error` (what the final attempt got) —
@@ -159,4 +159,5 @@ class StoreUnavailable(RetryableError):
 
 
 class LlmUnavailable(LlmFailure, RetryableError):
-    """Unreachable, timed out, rate-limited or failing with 5xx through every retry."""
+    """Unreachable, timed out, rate-limited, failing with 5xx, or cutting its answers short
+    (a broken-off body, tool arguments stopped at max_tokens) through every retry."""

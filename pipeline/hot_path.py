@@ -14,33 +14,35 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 from sqlalchemy import select
 
+from pipeline.db.inserts import check_columns
 from pipeline.db.models import EPISODES, EpisodeRow, FactRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.episodes.drive import drive
 from pipeline.episodes.process import (
     Claimed,
-    claimed_from,
     decide_episode,
     done_columns,
     finish,
     run_extraction,
 )
-from pipeline.episodes.records import new_row
+from pipeline.episodes.records import read_row
 from pipeline.errors import ConflictError, LlmFailure
-from pipeline.extract import extract
+from pipeline.extract.backends import RULES
+from pipeline.extract.choose import model
 from pipeline.extract.llm import LlmClient
 from pipeline.extract.result import ExtractionResult
-from pipeline.policy.apply import Decision
-from pipeline.policy.decide import Lane
+from pipeline.policy.apply import ACTOR, Decision, Provenance
+from pipeline.policy.decide import Lane, episode_trust
 from pipeline.validation import parse
-from schemas.episodes import EpisodeText, SourceKind
+from schemas.episodes import Episode, EpisodeText, EpisodeTime, SourceKind
 from schemas.facts import Fact, Trust
-from schemas.fields import Identifier, UtcDatetime
-from schemas.intake import EpisodeIn
+from schemas.fields import Identifier
+from schemas.lifecycle import UNFINISHED, EpisodeStatus
 from schemas.results import Rejection
 
 
@@ -51,7 +53,13 @@ class RememberIn(BaseModel):
     subject: Identifier
     text: EpisodeText
     session_id: Identifier | None = None
-    at: UtcDatetime | None = Field(default=None, description="when it was said (default: now)")
+    # `occurred_at`, as on an episode; `at` is the older name, still accepted. (The plugin
+    # cannot type an __init__ keyword for two names; the models are built by validation.)
+    occurred_at: EpisodeTime | None = Field(  # type: ignore[pydantic-alias]
+        default=None,
+        validation_alias=AliasChoices("occurred_at", "at"),
+        description="when it was said (default: now); relative dates resolve in its offset",
+    )
     agent_id: Identifier = "default"
     purpose: Identifier = "default"
     episode_id: Identifier | None = None
@@ -74,7 +82,7 @@ class Remembered(BaseModel):
     deferred: bool = Field(
         default=False, description="the model was slow or failed: the workers take over"
     )
-    conflicts: list[ConflictError] = Field(default_factory=list, exclude=True)
+    conflicts: SkipJsonSchema[list[ConflictError]] = Field(default_factory=list, exclude=True)
 
 
 def remember(
@@ -82,56 +90,61 @@ def remember(
 ) -> Remembered:
     request = parse(RememberIn, request)
     now = store.clock()
-    row = _row(request, now)
-    claimed = claimed_from(EpisodeRow(**row))
-    found = run_extraction(store, claimed.episode, None, rules_only=True)
-    if not isinstance(found, ExtractionResult):
-        raise found
-    if found.kept or not _has_model(store, llm):
-        # The common case, one transaction: the episode, done, with every decision it caused.
-        decided = store.run(lambda unit: _store_decided(unit, row, claimed, found))
-        if decided is None:
-            return _earlier(store, request, row["episode_id"])
-        return _answer(row["episode_id"], found, decided)
-    # The rules found nothing and a model is configured: commit the episode first, so that
-    # a slow or failing model loses nothing.
-    if not store.run(lambda unit: _insert(unit, row)):
-        return _earlier(store, request, row["episode_id"])
-    result = _ask_model(store, claimed, llm)
-    if isinstance(result, Exception):
-        return _defer(store, claimed)
-    outcome = store.run(lambda unit: finish(unit, [claimed], {claimed.key: result}))[claimed.key]
-    return _answer(row["episode_id"], result, outcome.decisions)
-
-
-def _row(request: RememberIn, now: datetime) -> dict[str, Any]:
-    """The episode's row, claimed by this request (`processing`, attempt 1)."""
-    episode_id = request.episode_id or str(uuid.uuid4())
-    episode = EpisodeIn(
-        tenant_id=request.tenant_id,
-        subject=request.subject,
-        session_id=request.session_id or f"remember:{episode_id}",
-        source=request.source,
-        occurred_at=request.at or now,
-        text=request.text,
-        episode_id=episode_id,
-        agent_id=request.agent_id,
-        purpose=request.purpose,
+    claimed = _claimed(request, now)
+    row = read_row(
+        claimed.episode,
         trust=request.trust,
         idempotency_key=request.idempotency_key,
         actor=request.actor,
+        lane=Lane.HOT,
+        received_at=now,
     )
-    row = new_row(episode, lane=Lane.HOT, received_at=now)
-    return row | {
-        "status": "processing",
-        "attempts": 1,
-        "started_at": now,
-        "session_id": request.session_id,
-    }
+    found = run_extraction(store, claimed.episode, RULES)
+    if not isinstance(found, ExtractionResult):
+        raise found
+    fallback = model(store.settings, llm)
+    if found.kept or fallback is None:
+        # The common case, one transaction: the episode, done, with every decision it caused.
+        decided = store.run(lambda unit: _store_decided(unit, row, claimed, found))
+        if decided is None:
+            return _earlier(store, request, claimed.key[1])
+        return _answer(claimed.key[1], found, decided)
+    # The rules found nothing and a model is configured: commit the episode first, so that
+    # a slow or failing model loses nothing.
+    if not store.run(lambda unit: _insert(unit, row)):
+        return _earlier(store, request, claimed.key[1])
+    seconds = store.settings.hot_path_deadline_ms / 1000
+    result = run_extraction(store, claimed.episode, fallback.within(seconds))
+    if isinstance(result, LlmFailure):
+        return _defer(store, claimed)
+    if not isinstance(result, ExtractionResult):
+        raise result
+    outcome = store.run(lambda unit: finish(unit, [claimed], {claimed.key: result}))[claimed.key]
+    return _answer(claimed.key[1], result, outcome.decisions)
+
+
+def _claimed(request: RememberIn, now: datetime) -> Claimed:
+    """The episode as extraction reads it, claimed by this request (attempt 1), with the
+    user's own trust unless the caller set another."""
+    episode = Episode(
+        episode_id=request.episode_id or str(uuid.uuid4()),
+        tenant_id=request.tenant_id,
+        agent_id=request.agent_id,
+        purpose=request.purpose,
+        subject=request.subject,
+        session_id=request.session_id,
+        source=request.source,
+        occurred_at=request.occurred_at or now,
+        text=request.text,
+        trust=episode_trust(request.source, request.trust, Lane.HOT),
+    )
+    origin = Provenance(episode, Lane.HOT, actor=request.actor or ACTOR)
+    return Claimed((episode.tenant_id, episode.episode_id), 1, origin)
 
 
 def _insert(unit: Unit, row: dict[str, Any]) -> bool:
     """Store the episode unless it was received before (its id or idempotency key)."""
+    check_columns(EPISODES, [row])
     inserted = unit.session.execute(
         unit.backend.insert_new(EPISODES).returning(EpisodeRow.episode_id), [row]
     ).first()
@@ -144,22 +157,7 @@ def _store_decided(
     finished = row | done_columns(result) | {"finished_at": unit.clock()}
     if not _insert(unit, finished):
         return None
-    return decide_episode(unit, claimed.origin, row["tenant_id"], row["subject"], result)
-
-
-def _has_model(store: Store, llm: LlmClient | None) -> bool:
-    return llm is not None or store.settings.llm_configured
-
-
-def _ask_model(
-    store: Store, claimed: Claimed, llm: LlmClient | None
-) -> ExtractionResult | Exception:
-    seconds = store.settings.hot_path_deadline_ms / 1000
-    client = (llm or LlmClient(store.settings)).within(seconds)
-    try:
-        return extract(claimed.episode, catalog=store.catalog, settings=client.settings, llm=client)
-    except LlmFailure as failure:
-        return failure
+    return decide_episode(unit, claimed.origin, result)
 
 
 def _defer(store: Store, claimed: Claimed) -> Remembered:
@@ -168,7 +166,7 @@ def _defer(store: Store, claimed: Claimed) -> Remembered:
     def hand_over(unit: Unit) -> None:
         row = unit.session.get(EpisodeRow, claimed.key)
         assert row is not None
-        row.lane, row.status, row.lease_until = Lane.BACKGROUND.value, "pending", None
+        row.lane, row.status, row.lease_until = Lane.BACKGROUND.value, EpisodeStatus.PENDING, None
         row.enqueued_at = unit.clock()
 
     store.run(hand_over)
@@ -212,6 +210,4 @@ def _earlier(store: Store, request: RememberIn, episode_id: str) -> Remembered:
             )
         ).all()
         written = [Fact.model_validate(fact, from_attributes=True) for fact in facts]
-    return Remembered(
-        episode_id=row_id, facts=written, deferred=status in ("pending", "processing")
-    )
+    return Remembered(episode_id=row_id, facts=written, deferred=status in UNFINISHED)

@@ -32,7 +32,6 @@ class Settings(BaseSettings):
     batch_size: int = Field(
         default=500, ge=1, le=100_000, description="fact commands per transaction in put_many"
     )
-    debug: bool = Field(default=False, description="print tracebacks of internal errors")
 
     # The LLM endpoint used by extraction; any OpenAI-compatible server (OpenAI, vLLM,
     # Ollama, llama.cpp). Unset base URL: no LLM is configured and extraction uses the rules.
@@ -57,6 +56,27 @@ class Settings(BaseSettings):
         default=2, ge=0, le=10, description="re-asks after an answer that fails validation"
     )
     llm_max_tokens: int = Field(default=1024, ge=16, le=32_768, description="per answer")
+    llm_concurrency: int = Field(
+        default=32, ge=1, le=1024, description="model requests a process keeps in flight"
+    )
+    llm_rpm: float | None = Field(
+        default=None, gt=0, description="requests a minute to the endpoint, all workers together"
+    )
+    llm_tpm: float | None = Field(
+        default=None, gt=0, description="tokens a minute to the endpoint, all workers together"
+    )
+    llm_max_wait_s: float = Field(
+        default=600.0,
+        ge=0,
+        le=86_400,
+        description="longest an extraction waits for the budget or a 429's pause, then retried",
+    )
+    llm_price_in: float | None = Field(
+        default=None, ge=0, description="price per million prompt tokens (usage reports cost)"
+    )
+    llm_price_out: float | None = Field(
+        default=None, ge=0, description="price per million completion tokens"
+    )
     dates_day_first: bool = Field(
         default=False, description="read 03/04/2026 as 3 April (else slash dates are not read)"
     )
@@ -64,7 +84,10 @@ class Settings(BaseSettings):
     redis_url: str = Field(
         default="redis://127.0.0.1:6379/0", description="Redis for the HTTP service's rate limits"
     )
-    # The HTTP service (`sgam serve`).
+    # The HTTP service (`sgam serve`) and the MCP server (`sgam mcp`).
+    api_key: SecretStr = Field(
+        default=SecretStr(""), description="the API key `sgam mcp` acts with (stdio)"
+    )
     api_max_body_bytes: int = Field(
         default=4 * 1024 * 1024, ge=1024, le=1024**3, description="largest request body"
     )
@@ -83,6 +106,14 @@ class Settings(BaseSettings):
     )
     api_rate_burst: int = Field(
         default=100, ge=1, le=1_000_000, description="requests a key may send at once"
+    )
+    ui_session_secret: SecretStr | None = Field(
+        default=None,
+        description="signs the review pages' session cookies and CSRF tokens; unset: a random "
+        "secret per `sgam serve` (sessions end when it restarts)",
+    )
+    ui_session_hours: float = Field(
+        default=8.0, gt=0, le=24 * 30, description="how long a review-page sign-in lasts"
     )
 
     # The pipeline: intake, workers, the recurrence buffer, the hot path, consolidation.

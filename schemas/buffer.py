@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from schemas.events import Payload
 from schemas.facts import JsonValue
 from schemas.fields import UtcInstant
+from schemas.lifecycle import CandidateStatus
 
 
 class SupportRecord(BaseModel):
@@ -59,7 +60,14 @@ class DecidedPayload(Payload):
 
     op: Literal["decide"] = "decide"
     candidate_id: str
-    status: Literal["promoted", "confirmed", "rejected", "expired", "reset"]
+    status: CandidateStatus
     now: UtcInstant
     fact_id: str | None = None
     reason: str | None = None
+
+    @field_validator("status")
+    @classmethod
+    def _left_the_buffer(cls, status: CandidateStatus) -> CandidateStatus:
+        if status is CandidateStatus.BUFFERED:
+            raise ValueError("a decided candidate is no longer buffered")
+        return status

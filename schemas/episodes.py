@@ -20,6 +20,11 @@ class SourceKind(StrEnum):
     BUSINESS_EVENT = "business_event"
 
 
+class Lane(StrEnum):
+    BACKGROUND = "background"  # queued episodes, processed by workers
+    HOT = "hot"  # an explicit "remember this", written in the caller's request
+
+
 def _aware(value: object) -> object:
     # Validates like every other timestamp (naive refused, range checked) but keeps the
     # episode's own offset: "tomorrow" is resolved on the speaker's calendar, not on UTC's.

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from functools import lru_cache
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -65,18 +65,23 @@ class Extraction(BaseModel):
 
 
 def response_model(catalog: Catalog) -> type[Extraction]:
-    """`Extraction` whose attribute can only be a catalogued name, so the JSON schema the model
-    sees names them (a constrained decoder cannot even produce another) and stays small."""
+    """`Extraction` whose JSON schema names the catalogued attributes and the most updates
+    kept, so the model sees them (a constrained decoder cannot even produce another) and the
+    schema stays small. Validation holds the answer to neither: an off-catalogue attribute or
+    an update past the limit is refused on its own by the guards (`unknown_attribute`,
+    `over_limit`), and the rest of the answer is kept — never a re-ask of the whole answer."""
     return _response_model(tuple(catalog.attributes))
 
 
 @lru_cache(maxsize=64)
 def _response_model(names: tuple[str, ...]) -> type[Extraction]:
-    attribute_type = cast(Any, Literal).__getitem__(names)
     update = create_model(
         "MemoryUpdate",
         __base__=MemoryUpdate,
-        attribute=(attribute_type, Field(description="Catalogue attribute name.")),
+        attribute=(
+            str,
+            Field(description="Catalogue attribute name.", json_schema_extra={"enum": [*names]}),
+        ),
     )
     return create_model(
         "Extraction",
@@ -85,8 +90,8 @@ def _response_model(names: tuple[str, ...]) -> type[Extraction]:
             list[update],
             Field(
                 default_factory=list,
-                max_length=MAX_UPDATES,
                 description="Facts the episode states; empty when none.",
+                json_schema_extra={"maxItems": MAX_UPDATES},
             ),
         ),
     )

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from schemas.events import Payload
+from schemas.lifecycle import DecisionAction
 
 
 class DecisionRecord(BaseModel):
@@ -15,7 +16,7 @@ class DecisionRecord(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     attribute: str
-    action: str
+    action: DecisionAction
     reason: str
     fact_id: str | None = None
     candidate_id: str | None = None

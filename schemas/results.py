@@ -14,10 +14,12 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from schemas.episodes import SourceKind
 from schemas.facts import Fact, JsonValue, Trust
 from schemas.fields import UtcInstant
+from schemas.lifecycle import CandidateStatus, EpisodeStatus, ReceiptStatus
 
 
 class Result(BaseModel):
@@ -36,7 +38,7 @@ class Receipt(Result):
 
     line: int = Field(description="the episode's position in the input, from 1")
     episode_id: str
-    status: str = Field(description="queued | duplicate | done | failed")
+    status: ReceiptStatus
     error: str | None = Field(
         default=None, exclude_if=absent_when_none, description="why it failed (absent: none)"
     )
@@ -50,7 +52,7 @@ class IngestReport(BaseModel):
     broker_down: bool = Field(
         default=False, description="stored, but the workers wait for the sweeper"
     )
-    invalid: list[tuple[int, str, str]] = Field(default_factory=list, exclude=True)
+    invalid: SkipJsonSchema[list[tuple[int, str, str]]] = Field(default_factory=list, exclude=True)
 
 
 class Rejection(Result):
@@ -73,7 +75,7 @@ class StoredCandidate(Result):
     subject: str
     attribute: str
     value: JsonValue = Field(description="null once purged")
-    status: str = Field(description="buffered | promoted | confirmed | rejected | expired | reset")
+    status: CandidateStatus
     support: int
     first_seen_at: UtcInstant
     last_seen_at: UtcInstant
@@ -113,6 +115,7 @@ class StoredEpisode(Result):
     agent_id: str
     purpose: str
     subject: str
+    subject_names: list[str] = Field(description="how the text may name the subject")
     session_id: str | None
     source: SourceKind
     occurred_at: UtcInstant
@@ -121,7 +124,7 @@ class StoredEpisode(Result):
     idempotency_key: str | None
     actor: str | None = Field(description="who sent it (an API key's id over HTTP)")
     lane: str = Field(description="hot | background")
-    status: str = Field(description="pending | processing | done | failed")
+    status: EpisodeStatus
     attempts: int
     last_error: str | None
     extractor: str | None
@@ -154,7 +157,7 @@ class Decided(Result):
     confirmed."""
 
     candidate_id: str
-    status: str = Field(description="confirmed | rejected")
+    status: CandidateStatus = Field(description="confirmed or rejected")
     fact: Fact | None = None
 
 
@@ -162,7 +165,7 @@ class Retried(Result):
     """A failed episode sent back to work."""
 
     episode_id: str
-    status: str = Field(description="queued, or done/failed when processed inline")
+    status: ReceiptStatus = Field(description="queued, or where inline processing left it")
 
 
 class CatalogProblem(Result):

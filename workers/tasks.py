@@ -4,7 +4,6 @@ once."""
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
 
 from celery import Task
 
@@ -14,6 +13,7 @@ from pipeline.episodes.dispatch import CONSOLIDATE_TASK, EXTRACT_TASK, SWEEP_TAS
 from pipeline.episodes.drive import sweep as sweep_strays
 from pipeline.episodes.process import process_episodes
 from pipeline.errors import RetryableError
+from schemas.lifecycle import ReceiptStatus
 from workers.app import app, settings
 
 
@@ -35,17 +35,18 @@ def store() -> Store:
 )
 def extract_episodes(self: Task, keys: list[list[str]]) -> None:
     outcomes = process_episodes(store(), [(tenant, episode) for tenant, episode in keys])
-    waiting = [list(key) for key, outcome in outcomes.items() if outcome.status == "pending"]
+    waiting = [
+        list(key) for key, outcome in outcomes.items() if outcome.status == ReceiptStatus.PENDING
+    ]
     if waiting:  # an LLM failure that may pass: try those episodes again, later
         raise self.retry(args=[waiting], countdown=min(60, 2 ** (self.request.retries + 1)))
 
 
 @app.task(name=SWEEP_TASK)
-def sweep() -> dict[str, Any]:
-    pending, stuck, driven = sweep_strays(store())
-    return {"pending": pending, "stuck": stuck, "sent": driven.sent}
+def sweep() -> None:
+    sweep_strays(store())
 
 
 @app.task(name=CONSOLIDATE_TASK)
-def consolidate() -> dict[str, Any]:
-    return consolidate_all(store(), {}).model_dump(mode="json")
+def consolidate() -> None:
+    consolidate_all(store(), {})

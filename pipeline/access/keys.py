@@ -120,6 +120,24 @@ _BY_ID = select(ApiKeyRow.__table__).where(ApiKeyRow.key_id == bindparam("key_id
 Refusal = Literal["malformed", "unknown", "revoked", "expired"]
 
 
+def key_by_id(store: Store, key_id: str) -> ApiKey | Refusal:
+    """A key that still works, by its id: for a session that was opened with it (the review
+    pages' cookie names the key id, never its secret)."""
+    with store.reading() as connection:
+        found = connection.execute(_BY_ID, {"key_id": key_id}).first()
+    if found is None:
+        return "unknown"
+    return _usable(store, dict(found._mapping))
+
+
+def _usable(store: Store, row: dict[str, Any]) -> ApiKey | Refusal:
+    if row["revoked_at"] is not None:
+        return "revoked"
+    if row["expires_at"] is not None and row["expires_at"] <= store.clock():
+        return "expired"
+    return ApiKey.model_validate(row)
+
+
 def authenticate(store: Store, presented: str) -> ApiKey | Refusal:
     """The key a request presents, or why it is refused. The hash is compared in constant
     time; an unknown key id costs the same comparison."""
@@ -132,8 +150,4 @@ def authenticate(store: Store, presented: str) -> ApiKey | Refusal:
     stored = row["secret_hash"] if row is not None else _DUMMY_HASH
     if not hmac.compare_digest(stored, _digest(presented)) or row is None:
         return "unknown"
-    if row["revoked_at"] is not None:
-        return "revoked"
-    if row["expires_at"] is not None and row["expires_at"] <= store.clock():
-        return "expired"
-    return ApiKey.model_validate(row)
+    return _usable(store, row)

@@ -27,7 +27,8 @@ from pipeline.db.store import Store
 from pipeline.errors import SgamError
 
 SCOPE_FIELDS = ("tenant_id", "agent_id", "purpose")
-_REFUSED = {
+GUARDED = ("/v1/", "/mcp")  # the REST API and the MCP endpoint
+REFUSED = {
     "malformed": "the key is not an SGAM API key (sgam_<key id>_<secret>)",
     "unknown": "the key is not valid",
     "revoked": "the key was revoked",
@@ -78,7 +79,7 @@ class Authenticate:
         self.app, self.store, self.limiter, self.cache = app, store, limiter, cache
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not scope["path"].startswith("/v1/"):
+        if scope["type"] != "http" or not scope["path"].startswith(GUARDED):
             await self.app(scope, receive, send)
             return
         try:
@@ -103,7 +104,7 @@ class Authenticate:
             return cached
         found = await anyio.to_thread.run_sync(authenticate, self.store, presented)
         if isinstance(found, str):
-            raise Unauthorized(_REFUSED[found])
+            raise Unauthorized(REFUSED[found])
         self.cache.put(presented, found)
         return found
 

@@ -35,7 +35,9 @@ from pipeline.api.ratelimit import RateLimiter
 from pipeline.api.routes import episodes, facts, health, keys, review, subjects
 from pipeline.db.store import Store, open_store
 from pipeline.errors import SgamError
+from pipeline.mcp import http as mcp_http
 from pipeline.settings import Settings, load_settings
+from pipeline.ui import create_ui
 from pipeline.validation import invalid_field
 
 DESCRIPTION = """Schema-guided agent memory over HTTP: ingest episodes, remember explicit
@@ -63,7 +65,8 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        yield
+        async with agents.run():
+            yield
         await limiter.close()
         store.dispose()
 
@@ -78,6 +81,8 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     modules = (episodes, facts, review, subjects, keys, health)
     for module in modules:
         app.include_router(module.router)
+    agents = mcp_http.mount(app, store)  # MCP for agents, streamable HTTP at /mcp
+    app.mount("/ui", create_ui(store, settings))  # the review pages, errors as pages
     _handle_errors(app)
     app.add_middleware(ReadBody, limit=settings.api_max_body_bytes)
     app.add_middleware(Authenticate, store=store, limiter=limiter, cache=cache)

@@ -46,11 +46,14 @@ def body_of(
         described = info.description
         if field == "tenant_id":
             described = "the key's tenant; any other is refused (403)"
+        options: dict[str, Any] = {"description": described}
+        if info.validation_alias is not None:
+            options["validation_alias"] = info.validation_alias
         fields[field] = (
             annotation,
-            Field(default_factory=info.default_factory, description=described)
+            Field(default_factory=info.default_factory, **options)
             if info.default_factory is not None
-            else Field(default=default, description=described),
+            else Field(default=default, **options),
         )
     return create_model(
         name,

@@ -14,6 +14,7 @@ from pipeline.api.problems import (
 )
 
 _JSON_TYPES = ("application/json", "application/problem+json")
+_FORM = b"application/x-www-form-urlencoded"
 
 
 class ReadBody:
@@ -62,7 +63,8 @@ class ReadBody:
         body = b"".join(chunks)
         if body:
             media = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
-            if media.decode("latin-1") not in _JSON_TYPES:
+            forms = scope["path"].startswith("/ui/") and media == _FORM  # the review pages
+            if media.decode("latin-1") not in _JSON_TYPES and not forms:
                 raise UnsupportedMediaType("send the body as application/json")
             try:
                 body.decode("utf-8")

@@ -26,7 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from pipeline.db.models import EpisodeRow
 from pipeline.db.store import Store
 from pipeline.episodes.dispatch import CONSOLIDATE_QUEUE, EXTRACT_QUEUE
-from pipeline.episodes.states import STATUSES
+from schemas.lifecycle import EpisodeStatus
 
 # Seconds; the service's targets (10, 15 and 40 ms) fall on bucket edges.
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.015, 0.025, 0.04, 0.1, 0.25, 0.5, 1, 2.5, 10)
@@ -73,8 +73,8 @@ class PipelineCollector(Collector):
         statement = select(EpisodeRow.status, func.count()).group_by(EpisodeRow.status)
         with self.store.reading() as connection:
             counts = dict(connection.execute(statement).tuples().all())
-        for state in STATUSES:
-            episodes.add_metric([state], counts.get(state, 0))
+        for state in EpisodeStatus:
+            episodes.add_metric([state.value], counts.get(state.value, 0))
         yield episodes
         broker = self.store.settings.broker_url
         if broker is not None and broker.startswith(("redis://", "rediss://")):

@@ -19,7 +19,6 @@ from pipeline.db.unit import Unit
 from pipeline.errors import ConflictError, NotBuffered, NotFound
 from pipeline.ledger import events
 from pipeline.ledger.batch import write_fact
-from pipeline.ledger.events import EventKind
 from pipeline.ledger.results import PutResult
 from pipeline.ledger.slots import SlotKey, lock_key
 from schemas.buffer import (
@@ -30,9 +29,8 @@ from schemas.buffer import (
     SupportRecord,
 )
 from schemas.commands import PutFact
-from schemas.facts import Trust
-
-BUFFERED = "buffered"
+from schemas.facts import JsonValue, Trust
+from schemas.lifecycle import CandidateStatus, EventKind, candidate_kind
 
 
 @dataclass(frozen=True)
@@ -58,10 +56,35 @@ class Buffered:
     `refused` when the ledger refused the promotion."""
 
     candidate_id: str
-    status: str
+    status: CandidateStatus
     support: int
     fact: PutResult | None = None
     refused: ConflictError | None = None
+
+
+def put_command(
+    where: Subject,
+    value: JsonValue,
+    support: SupportRecord,
+    *,
+    trust: Trust,
+    confidence: float,
+    actor: str,
+    idempotency_key: str,
+) -> PutFact:
+    """The ledger write of a value said by `support`'s episode — for a candidate written at
+    once (the policy) and for one promoted or confirmed out of the buffer alike."""
+    return PutFact(
+        **asdict(where),
+        value=value,
+        valid_from=support.valid_from,
+        source_episode_id=support.episode_id,
+        evidence=support.evidence,
+        trust=trust,
+        confidence=confidence,
+        actor=actor,
+        idempotency_key=idempotency_key,
+    )
 
 
 def value_hash(value: object) -> str:
@@ -92,7 +115,7 @@ def waiting(unit: Unit, where: Subject) -> Waiting:
         CandidateRow.purpose == where.purpose,
         CandidateRow.subject == where.subject,
         CandidateRow.attribute == where.attribute,
-        CandidateRow.status == BUFFERED,
+        CandidateRow.status == CandidateStatus.BUFFERED,
         CandidateRow.forgotten_at.is_(None),
     )
     return Waiting(where, list(unit.session.scalars(query)))
@@ -122,7 +145,9 @@ def add_support(
         buffered = BufferedPayload(candidate=record, support=support)
         apply_buffered(unit, buffered)
         reason = "a weak signal waits for support"
-        _log(unit, "candidate_buffered", buffered, where, record.candidate_id, actor, reason)
+        _log(
+            unit, EventKind.CANDIDATE_BUFFERED, buffered, where, record.candidate_id, actor, reason
+        )
         found = unit.session.get(CandidateRow, record.candidate_id)
         assert found is not None
         key.rows.append(found)
@@ -130,7 +155,7 @@ def add_support(
     if unit.session.get(SupportRow, (row.candidate_id, support.episode_id)) is None:
         supported = SupportedPayload(candidate_id=row.candidate_id, support=support)
         apply_supported(unit, supported)
-        _log(unit, "candidate_supported", supported, where, row.candidate_id, actor, None)
+        _log(unit, EventKind.CANDIDATE_SUPPORTED, supported, where, row.candidate_id, actor, None)
     return row
 
 
@@ -146,14 +171,16 @@ def promote_if_eligible(
 ) -> Buffered:
     supports = supports_of(unit, row.candidate_id)
     if not eligible(supports, times, window):
-        return Buffered(row.candidate_id, row.status, row.support)
-    return settle(unit, row, "promoted", trust=trust, confidence=confidence, actor=actor)
+        return Buffered(row.candidate_id, CandidateStatus(row.status), row.support)
+    return settle(
+        unit, row, CandidateStatus.PROMOTED, trust=trust, confidence=confidence, actor=actor
+    )
 
 
 def settle(
     unit: Unit,
     row: CandidateRow,
-    status: str,
+    status: CandidateStatus,
     *,
     trust: Trust,
     confidence: float,
@@ -164,25 +191,21 @@ def settle(
     close the candidate. A refusal by the ledger leaves the candidate buffered."""
     supports = supports_of(unit, row.candidate_id)
     first = first_support(supports)
-    outcome = write_fact(
-        unit,
-        PutFact(
-            **asdict(_where(row)),
-            value=row.value,
-            valid_from=first.valid_from,
-            source_episode_id=first.episode_id,
-            evidence=first.evidence,
-            trust=trust,
-            confidence=confidence,
-            actor=actor,
-            idempotency_key=f"candidate:{row.candidate_id}",
-        ),
+    command = put_command(
+        _where(row),
+        row.value,
+        first,
+        trust=trust,
+        confidence=confidence,
+        actor=actor,
+        idempotency_key=f"candidate:{row.candidate_id}",
     )
+    outcome = write_fact(unit, command)
     if isinstance(outcome, ConflictError):
-        return Buffered(row.candidate_id, row.status, row.support, refused=outcome)
+        return Buffered(row.candidate_id, CandidateStatus(row.status), row.support, refused=outcome)
     payload = DecidedPayload(
         candidate_id=row.candidate_id,
-        status=status,  # type: ignore[arg-type]
+        status=status,
         now=unit.clock(),
         fact_id=outcome.fact.fact_id,
         reason=reason,
@@ -190,7 +213,7 @@ def settle(
     apply_decided(unit, payload)
     _log(
         unit,
-        f"candidate_{status}",
+        candidate_kind(status),
         payload,
         _where(row),
         row.candidate_id,
@@ -201,16 +224,19 @@ def settle(
     return Buffered(row.candidate_id, status, row.support, fact=outcome)
 
 
-def close(unit: Unit, row: CandidateRow, status: str, *, actor: str, reason: str) -> None:
+def close(
+    unit: Unit, row: CandidateRow, status: CandidateStatus, *, actor: str, reason: str
+) -> None:
     """Reject, reset or expire a buffered candidate."""
     payload = DecidedPayload(
         candidate_id=row.candidate_id,
-        status=status,  # type: ignore[arg-type]
+        status=status,
         now=unit.clock(),
         reason=reason,
     )
     apply_decided(unit, payload)
-    _log(unit, f"candidate_{status}", payload, _where(row), row.candidate_id, actor, reason)
+    kind = candidate_kind(status)
+    _log(unit, kind, payload, _where(row), row.candidate_id, actor, reason)
 
 
 def reset_contradicted(
@@ -219,7 +245,13 @@ def reset_contradicted(
     """A different value of a single-valued attribute, stated later: open candidates of the
     other values lose their support (closed as `reset`)."""
     for rival in key.rivals(kept_digest, at):
-        close(unit, rival, "reset", actor=actor, reason="a later session stated another value")
+        close(
+            unit,
+            rival,
+            CandidateStatus.RESET,
+            actor=actor,
+            reason="a later session stated another value",
+        )
         key.rows.remove(rival)
 
 
@@ -230,7 +262,7 @@ def buffered_candidate(unit: Unit, candidate_id: str, tenant_id: str) -> Candida
         raise NotFound(f"no candidate {candidate_id} in tenant {tenant_id}")
     _where(row).lock(unit)
     unit.session.refresh(row)
-    if row.status != BUFFERED:
+    if row.status != CandidateStatus.BUFFERED:
         raise NotBuffered(
             f"candidate {candidate_id} is {row.status}; only a buffered one can be decided",
             candidate_id=candidate_id,
@@ -244,7 +276,7 @@ def _where(row: CandidateRow) -> Subject:
 
 def _log(
     unit: Unit,
-    kind: str,
+    kind: EventKind,
     payload: BufferedPayload | SupportedPayload | DecidedPayload,
     where: Subject,
     candidate_id: str,
@@ -273,7 +305,7 @@ def apply_buffered(unit: Unit, payload: BufferedPayload) -> None:
     unit.session.add(
         CandidateRow(
             **record.model_dump(),
-            status=BUFFERED,
+            status=CandidateStatus.BUFFERED,
             support=1,
             first_seen_at=support.occurred_at,
             last_seen_at=support.occurred_at,
@@ -308,20 +340,4 @@ def apply_decided(unit: Unit, payload: DecidedPayload) -> None:
             reason=payload.reason,
         )
         .execution_options(synchronize_session="fetch")
-    )
-
-
-events.register(
-    EventKind("candidate_buffered", BufferedPayload, apply_buffered, "a weak signal was buffered")
-)
-events.register(
-    EventKind(
-        "candidate_supported", SupportedPayload, apply_supported, "another episode supports it"
-    )
-)
-for _status in ("promoted", "confirmed", "rejected", "expired", "reset"):
-    events.register(
-        EventKind(
-            f"candidate_{_status}", DecidedPayload, apply_decided, f"a candidate was {_status}"
-        )
     )

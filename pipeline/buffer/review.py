@@ -9,13 +9,19 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 
-from pipeline.buffer.candidates import Buffered, buffered_candidate, close, settle
+from pipeline.buffer.candidates import (
+    Buffered,
+    buffered_candidate,
+    close,
+    settle,
+)
 from pipeline.db.models import CandidateRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.validation import parse
 from schemas.facts import Trust
 from schemas.fields import Identifier
+from schemas.lifecycle import CandidateStatus
 from schemas.results import Decided, StoredCandidate
 
 
@@ -26,10 +32,8 @@ class CandidateQuery(BaseModel):
     agent_id: Identifier | None = None
     purpose: Identifier | None = None
     subject: Identifier | None = None
-    status: str | None = Field(
-        default="buffered",
-        pattern="^(buffered|promoted|confirmed|rejected|expired|reset)$",
-        description="None: every status",
+    status: CandidateStatus | None = Field(
+        default=CandidateStatus.BUFFERED, description="None: every status"
     )
     limit: int = Field(default=1000, ge=1, le=100_000)
 
@@ -73,7 +77,7 @@ def confirm(store: Store, command: CandidateCommand | Mapping[str, Any]) -> Deci
         return settle(
             unit,
             row,
-            "confirmed",
+            CandidateStatus.CONFIRMED,
             trust=Trust.USER_CONFIRMED,
             confidence=1.0,
             actor=command.actor,
@@ -92,8 +96,10 @@ def reject(store: Store, command: CandidateCommand | Mapping[str, Any]) -> Decid
 
     def work(unit: Unit) -> Buffered:
         row = buffered_candidate(unit, command.candidate_id, command.tenant_id)
-        close(unit, row, "rejected", actor=command.actor, reason="rejected by the user")
-        return Buffered(row.candidate_id, "rejected", row.support)
+        close(
+            unit, row, CandidateStatus.REJECTED, actor=command.actor, reason="rejected by the user"
+        )
+        return Buffered(row.candidate_id, CandidateStatus.REJECTED, row.support)
 
     return _decided(store.run(work))
 

@@ -12,7 +12,18 @@ import sys
 
 import click
 
-from pipeline.cli import admin, buffer, extract, facts, imports, intake, lifecycle, serve, workers
+from pipeline.cli import (
+    admin,
+    agents,
+    buffer,
+    extract,
+    facts,
+    imports,
+    intake,
+    lifecycle,
+    serve,
+    workers,
+)
 from pipeline.cli.errors import USAGE_ERROR, describe, exit_code, fail, internal
 from pipeline.errors import SgamError
 
@@ -52,6 +63,7 @@ for command in (
     extract.extract,
     serve.serve,
     serve.keys,
+    agents.mcp_stdio,
 ):
     app.add_command(command)
 

@@ -39,7 +39,7 @@ def db_upgrade() -> None:
 def replay(target_url: str) -> None:
     """Rebuild the ledger into another database from the decision log alone."""
     from pipeline.db.store import Store
-    from pipeline.ledger.replay import replay as replay_log
+    from pipeline.rebuild import replay as replay_log
     from pipeline.settings import load_settings
 
     with opened_store() as source:
@@ -78,7 +78,7 @@ def catalog() -> None:
 @json_output
 def catalog_check(as_json: bool) -> None:
     """Report stored facts the catalogue would orphan or mis-type; exit 3 if there are any."""
-    from pipeline.catalog.check import check_catalog
+    from pipeline.read.catalog_check import check_catalog
 
     with opened_store() as store:
         problems = check_catalog(store)

@@ -11,14 +11,20 @@ import click
 
 from pipeline.cli import output
 from pipeline.cli.options import given_fields, json_output, opened_store
+from schemas.lifecycle import CandidateStatus
 
-STATUSES = ["buffered", "promoted", "confirmed", "rejected", "expired", "reset", "all"]
+STATUSES = [status.value for status in CandidateStatus] + ["all"]
 
 
 @click.command()
 @click.option("--tenant", required=True, help="Tenant whose buffer to list.")
 @click.option("--subject", help="Only this subject.")
-@click.option("--status", type=click.Choice(STATUSES), default="buffered", show_default=True)
+@click.option(
+    "--status",
+    type=click.Choice(STATUSES),
+    default=CandidateStatus.BUFFERED.value,
+    show_default=True,
+)
 @json_output
 def candidates(tenant: str, status: str, as_json: bool, **options: Any) -> None:
     """Candidates in the recurrence buffer, with their support; exit 1 when there are none."""

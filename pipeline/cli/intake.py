@@ -13,6 +13,7 @@ from pipeline.cli import output
 from pipeline.cli.lines import read_objects, report_lines
 from pipeline.cli.options import given_fields, json_output, opened_store
 from pipeline.cli.progress import progress
+from schemas.lifecycle import EpisodeStatus, ReceiptStatus
 
 
 @click.command()
@@ -58,7 +59,9 @@ def ingest(file: Path, skip_invalid: bool, as_json: bool) -> None:
 @click.option("--subject", required=True, help="Whom the statement is about.")
 @click.option("--text", required=True, help="What the user said ('-' for stdin).")
 @click.option("--session", help="The conversation it was said in.")
-@click.option("--at", help="When it was said (default: now).")
+@click.option(
+    "--occurred-at", "--at", "occurred_at", help="When it was said (default: now); RFC 3339."
+)
 @click.option("--agent", default="default", show_default=True, help="Agent scope.")
 @click.option("--purpose", default="default", show_default=True, help="Purpose scope.")
 @click.option("--episode-id", help="The caller's id for the episode.")
@@ -101,7 +104,7 @@ def remember(
 
 @click.group(invoke_without_command=True)
 @click.option("--tenant", help="Tenant whose episodes to list.")
-@click.option("--status", type=click.Choice(["pending", "processing", "done", "failed"]))
+@click.option("--status", type=click.Choice([status.value for status in EpisodeStatus]))
 @click.option("--session", help="Only this session.")
 @click.option("--subject", help="Only this subject.")
 @json_output
@@ -176,7 +179,8 @@ def episodes_retry(episode_ids: tuple[str, ...], tenant: str | None, as_json: bo
     with opened_store() as store:
         keys, driven = retry(store, tenant_id=tenant, episode_ids=episode_ids)
     statuses = {
-        key[1]: driven.outcomes[key].status if key in driven.outcomes else "queued" for key in keys
+        key[1]: driven.outcomes[key].status if key in driven.outcomes else ReceiptStatus.QUEUED
+        for key in keys
     }
     if output.wants_json(as_json):
         output.emit_json({"retried": len(keys), "episodes": statuses})

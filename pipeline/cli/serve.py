@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import tempfile
 from typing import Any
 
@@ -38,6 +39,8 @@ def serve(host: str, port: int, workers: int, access_log: bool, log_level: str) 
     if workers > 1 and "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
         # Request metrics are counted per process; this directory lets /metrics sum them.
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="sgam-metrics-")
+    # The review pages sign their session cookies; every worker process must share the secret.
+    os.environ.setdefault("SGAM_UI_SESSION_SECRET", secrets.token_hex(32))
     uvicorn.run(
         "pipeline.api.app:create_app",
         factory=True,

@@ -3,7 +3,9 @@ column types that behave alike on PostgreSQL and SQLite."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import (
@@ -16,6 +18,8 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
+from schemas.facts import Trust
+
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
     "uq": "uq_%(table_name)s_%(column_0_N_name)s",
@@ -25,7 +29,15 @@ NAMING_CONVENTION = {
 }
 
 ID = String(200)
-TRUST_LEVELS = "('untrusted', 'inferred', 'verified', 'user_confirmed')"
+
+
+def sql_list(values: Iterable[StrEnum]) -> str:
+    """An enum's values as SQL's `IN` list, `('a', 'b')`: CHECK constraints and partial
+    indexes are built from the enums, never spelled out again."""
+    return "(" + ", ".join(f"'{value.value}'" for value in values) + ")"
+
+
+TRUST_LEVELS = sql_list(Trust)
 
 
 class UtcDateTime(TypeDecorator[datetime]):

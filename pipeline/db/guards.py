@@ -11,10 +11,15 @@ compares a migrated database with these definitions.
 
 from __future__ import annotations
 
+from pipeline.db.base import sql_list
+from schemas.facts import FactStatus, Trust
+
 # The rows that make up the current belief: no two may overlap within one slot. An untrusted
 # row never does: it is quarantined, or expired while still quarantined.
+HOLDING_STATUSES = sql_list((FactStatus.ACTIVE, FactStatus.EXPIRED))
+NOT_UNTRUSTED = f"trust <> '{Trust.UNTRUSTED.value}'"
 HOLDING = (
-    "superseded_at IS NULL AND status IN ('active', 'expired') AND trust <> 'untrusted' "
+    f"superseded_at IS NULL AND status IN {HOLDING_STATUSES} AND {NOT_UNTRUSTED} "
     "AND forgotten_at IS NULL"
 )
 SLOT_COLUMNS = ("tenant_id", "agent_id", "purpose", "subject", "attribute", "slot")
@@ -33,11 +38,11 @@ def _sqlite_trigger(event: str) -> str:
     same_slot = " ".join(f"AND f.{column} = NEW.{column}" for column in SLOT_COLUMNS)
     return (
         f"CREATE TRIGGER facts_no_overlap_{event.lower()} BEFORE {event} ON facts "
-        "WHEN NEW.superseded_at IS NULL AND NEW.status IN ('active', 'expired') "
-        "AND NEW.trust <> 'untrusted' AND NEW.forgotten_at IS NULL "
+        f"WHEN NEW.superseded_at IS NULL AND NEW.status IN {HOLDING_STATUSES} "
+        f"AND NEW.{NOT_UNTRUSTED} AND NEW.forgotten_at IS NULL "
         "BEGIN SELECT RAISE(ABORT, 'overlapping current-belief interval') "
         "WHERE EXISTS (SELECT 1 FROM facts f WHERE f.superseded_at IS NULL "
-        "AND f.status IN ('active', 'expired') AND f.trust <> 'untrusted' "
+        f"AND f.status IN {HOLDING_STATUSES} AND f.{NOT_UNTRUSTED} "
         "AND f.forgotten_at IS NULL "
         f"{other}{same_slot} "
         "AND (f.valid_to IS NULL OR f.valid_to > NEW.valid_from) "

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from functools import cache, partial
 from typing import Any
 
-from sqlalchemy import Connection, Dialect, TypeDecorator, insert
+from sqlalchemy import Connection, Dialect, FromClause, TypeDecorator, insert
 from sqlalchemy.orm import Session
 
 from pipeline.db.base import JsonColumn
@@ -41,10 +41,24 @@ def batch(session: Session) -> Iterator[None]:
 def insert_rows(session: Session, table: type[Base], rows: Rows) -> None:
     if not rows:
         return
+    check_columns(table.__table__, rows)
     if _PENDING in session.info:
         session.info[_PENDING].append((table, rows))
     else:
         session.connection().execute(insert(table), rows)
+
+
+def check_columns(table: FromClause, rows: Rows) -> None:
+    """Refuse a row with a key that is not a column: SQLAlchemy's INSERT drops such a key
+    without a word, and with it the value (episode metadata was lost that way)."""
+    unknown = set(rows[0]) - _columns(table)
+    if unknown:
+        raise TypeError(f"not columns of {table}: {', '.join(sorted(unknown))}")
+
+
+@cache
+def _columns(table: FromClause) -> frozenset[str]:
+    return frozenset(column.name for column in table.columns)
 
 
 def _insert(session: Session, queued: list[tuple[type[Base], Rows]]) -> None:

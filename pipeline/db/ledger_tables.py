@@ -27,9 +27,10 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column
 
 from pipeline.db import guards
-from pipeline.db.base import ID, TRUST_LEVELS, Base, JsonColumn, UtcDateTime
+from pipeline.db.base import ID, TRUST_LEVELS, Base, JsonColumn, UtcDateTime, sql_list
+from schemas.facts import Cardinality, FactStatus
 
-FACT_STATUSES = "('active', 'quarantined', 'superseded', 'expired')"
+FACT_STATUSES = sql_list(FactStatus)
 
 
 class ScopedKey:
@@ -134,7 +135,7 @@ class FactRow(ScopedKey, Content, Base):
         CheckConstraint(f"trust IN {TRUST_LEVELS}", name="trust"),
         CheckConstraint(f"status IN {FACT_STATUSES}", name="status"),
         CheckConstraint("confidence >= 0 AND confidence <= 1", name="confidence"),
-        CheckConstraint("cardinality IN ('one', 'many')", name="cardinality"),
+        CheckConstraint(f"cardinality IN {sql_list(Cardinality)}", name="cardinality"),
         CheckConstraint("version >= 1", name="version"),
     )
 

@@ -16,10 +16,13 @@ from sqlalchemy import CheckConstraint, ForeignKey, Index, Integer, String, Tabl
 from sqlalchemy import text as sql
 from sqlalchemy.orm import Mapped, mapped_column
 
-from pipeline.db.base import ID, TRUST_LEVELS, Base, JsonColumn, UtcDateTime
+from pipeline.db.base import ID, TRUST_LEVELS, Base, JsonColumn, UtcDateTime, sql_list
+from schemas.episodes import Lane, SourceKind
+from schemas.lifecycle import UNFINISHED, CandidateStatus, EpisodeStatus
 
-EPISODE_STATUSES = "('pending', 'processing', 'done', 'failed')"
-CANDIDATE_STATUSES = "('buffered', 'promoted', 'confirmed', 'rejected', 'expired', 'reset')"
+EPISODE_STATUSES = sql_list(EpisodeStatus)
+CANDIDATE_STATUSES = sql_list(CandidateStatus)
+OPEN_CANDIDATE = f"status = '{CandidateStatus.BUFFERED.value}' AND forgotten_at IS NULL"
 
 
 class EpisodeRow(Base):
@@ -47,7 +50,7 @@ class EpisodeRow(Base):
     status: Mapped[str] = mapped_column(String(16))
     attempts: Mapped[int] = mapped_column(Integer)
     last_error: Mapped[str | None] = mapped_column(Text)
-    # 'retryable' or 'permanent': whether consolidation may re-drive a failed episode.
+    # An EpisodeError: whether consolidation may re-drive a failed episode.
     error_kind: Mapped[str | None] = mapped_column(String(16))
     redrives: Mapped[int] = mapped_column(Integer)  # consolidation's re-drives so far
     redriven_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
@@ -75,14 +78,14 @@ class EpisodeRow(Base):
             "ix_episodes_unfinished",
             "status",
             "enqueued_at",
-            postgresql_where=sql("status IN ('pending', 'processing')"),
-            sqlite_where=sql("status IN ('pending', 'processing')"),
+            postgresql_where=sql(f"status IN {sql_list(UNFINISHED)}"),
+            sqlite_where=sql(f"status IN {sql_list(UNFINISHED)}"),
         ),
         Index(None, "tenant_id", "subject"),
         Index(None, "tenant_id", "session_id"),
         CheckConstraint(f"status IN {EPISODE_STATUSES}", name="status"),
-        CheckConstraint("lane IN ('background', 'hot')", name="lane"),
-        CheckConstraint("source IN ('message', 'tool_result', 'business_event')", name="source"),
+        CheckConstraint(f"lane IN {sql_list(Lane)}", name="lane"),
+        CheckConstraint(f"source IN {sql_list(SourceKind)}", name="source"),
         CheckConstraint(f"trust IS NULL OR trust IN {TRUST_LEVELS}", name="trust"),
     )
 
@@ -124,8 +127,8 @@ class CandidateRow(Base):
             "attribute",
             "value_hash",
             unique=True,
-            postgresql_where=sql("status = 'buffered' AND forgotten_at IS NULL"),
-            sqlite_where=sql("status = 'buffered' AND forgotten_at IS NULL"),
+            postgresql_where=sql(OPEN_CANDIDATE),
+            sqlite_where=sql(OPEN_CANDIDATE),
         ),
         Index(None, "tenant_id", "subject", "attribute"),
         CheckConstraint(f"status IN {CANDIDATE_STATUSES}", name="status"),

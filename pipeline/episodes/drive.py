@@ -18,6 +18,7 @@ from pipeline.episodes.process import Outcome, process_episodes
 from pipeline.episodes.states import reopen_failed, strays
 from pipeline.errors import NotFailed, NotFound, StoreUnavailable
 from pipeline.extract.llm import LlmClient
+from schemas.lifecycle import ReceiptStatus
 from schemas.results import Retried
 
 # Inline mode retries a retryable failure after these pauses (seconds), within the budget of
@@ -60,7 +61,9 @@ def process_until_settled(
         for start in range(0, len(waiting), batch):
             outcomes |= process_episodes(store, waiting[start : start + batch], llm=llm)
         waiting = [
-            key for key in waiting if outcomes.get(key, Outcome("pending")).status == "pending"
+            key
+            for key in waiting
+            if outcomes.get(key, Outcome(ReceiptStatus.PENDING)).status == ReceiptStatus.PENDING
         ]
     return outcomes
 
@@ -86,7 +89,8 @@ def retry_episode(
     if keys:
         outcome = driven.outcomes.get(keys[0])
         return Retried(
-            episode_id=episode_id, status=outcome.status if outcome is not None else "queued"
+            episode_id=episode_id,
+            status=outcome.status if outcome is not None else ReceiptStatus.QUEUED,
         )
     with store.reading() as connection:
         status = connection.execute(

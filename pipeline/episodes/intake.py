@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy import select
 
+from pipeline.db.inserts import check_columns
 from pipeline.db.models import EPISODES, EpisodeRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
@@ -27,6 +28,7 @@ from pipeline.extract.llm import LlmClient
 from pipeline.policy.decide import Lane
 from pipeline.validation import invalid
 from schemas.intake import EpisodeIn
+from schemas.lifecycle import ReceiptStatus
 from schemas.results import IngestReport, Receipt
 
 Progress = Callable[[int], None]
@@ -84,6 +86,7 @@ Stored = list[tuple[Receipt, EpisodeKey | None]]
 def _store_chunk(unit: Unit, *, chunk: list[tuple[int, EpisodeIn]]) -> Stored:
     now = unit.clock()
     rows = [new_row(episode, lane=Lane.BACKGROUND, received_at=now) for _, episode in chunk]
+    check_columns(EPISODES, rows)
     returned = unit.session.execute(
         unit.backend.insert_new(EPISODES).returning(EpisodeRow.tenant_id, EpisodeRow.episode_id),
         rows,
@@ -94,16 +97,11 @@ def _store_chunk(unit: Unit, *, chunk: list[tuple[int, EpisodeIn]]) -> Stored:
         key = (row["tenant_id"], row["episode_id"])
         if key in inserted:
             inserted.discard(key)  # a second line with the same id is a duplicate of this one
-            stored.append((Receipt(line=line, episode_id=key[1], status="queued"), key))
+            stored.append((Receipt(line=line, episode_id=key[1], status=ReceiptStatus.QUEUED), key))
         else:
-            stored.append(
-                (
-                    Receipt(
-                        line=line, episode_id=_stored_id(unit, episode, key[1]), status="duplicate"
-                    ),
-                    None,
-                )
-            )
+            stored_id = _stored_id(unit, episode, key[1])
+            duplicate = Receipt(line=line, episode_id=stored_id, status=ReceiptStatus.DUPLICATE)
+            stored.append((duplicate, None))
     return stored
 
 

@@ -7,7 +7,7 @@ only by the claim that still owns it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
@@ -18,19 +18,22 @@ from pipeline.db.models import EpisodeRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.episodes.dispatch import EpisodeKey
-from pipeline.episodes.records import as_episode, trust_of
+from pipeline.episodes.inflight import run_in_flight
+from pipeline.episodes.records import as_episode
 from pipeline.errors import LlmFailure, RetryableError, SgamError
-from pipeline.extract import extract
+from pipeline.extract.backends import RULES
+from pipeline.extract.choose import choose
 from pipeline.extract.guards import current_values
 from pipeline.extract.llm import LlmClient
+from pipeline.extract.protocol import ExtractionContext, Extractor, LazyValues
 from pipeline.extract.result import ExtractionResult
 from pipeline.ledger import events
-from pipeline.ledger.events import EventKind
 from pipeline.policy.apply import ACTOR, Decision, Provenance, apply_candidate
 from pipeline.policy.decide import Lane
 from pipeline.read.facts import get
 from schemas.episodes import Episode
-from schemas.pipeline_events import DecisionRecord, EpisodeProcessedPayload, RefusalRecord
+from schemas.lifecycle import EpisodeError, EpisodeStatus, EventKind, ReceiptStatus
+from schemas.pipeline_events import EpisodeProcessedPayload, RefusalRecord
 
 
 @dataclass(frozen=True)
@@ -38,7 +41,7 @@ class Outcome:
     """`done`, `failed` (for good: attempts used up or a permanent error), `pending` (a
     retryable failure: it will be tried again) or `skipped` (not this claim's to finish)."""
 
-    status: str
+    status: ReceiptStatus
     error: str | None = None
     decisions: list[Decision] = field(default_factory=list)
     extraction: ExtractionResult | None = None
@@ -48,8 +51,11 @@ class Outcome:
 class Claimed:
     key: EpisodeKey
     attempt: int  # the claim's fencing token: the row's attempts when it was claimed
-    episode: Episode
-    origin: Provenance
+    origin: Provenance  # the episode as extraction reads it, and how it came in
+
+    @property
+    def episode(self) -> Episode:
+        return self.origin.episode
 
 
 Extracted = ExtractionResult | SgamError | Exception
@@ -58,9 +64,29 @@ Extracted = ExtractionResult | SgamError | Exception
 def process_episodes(
     store: Store, keys: Sequence[EpisodeKey], *, llm: LlmClient | None = None
 ) -> dict[EpisodeKey, Outcome]:
+    """Claim, extract and finish a batch. The rules take microseconds an episode: one unit of
+    work for the whole batch. A model takes as long as the endpoint does: every episode's
+    call in flight at once, each committed when its answer is in (`inflight`)."""
+    extractor = choose(store.settings, llm=llm)
     claimed = store.run(lambda unit: claim(unit, keys))
-    extracted = {item.key: run_extraction(store, item.episode, llm) for item in claimed}
-    return store.run(lambda unit: finish(unit, claimed, extracted))
+    if not claimed:
+        return {}
+    if extractor is RULES:
+        extracted = {item.key: run_extraction(store, item.episode, extractor) for item in claimed}
+        return store.run(lambda unit: finish(unit, claimed, extracted))
+
+    def prepare(item: Claimed) -> Callable[[], Extracted]:
+        # The subject's values are read here, on this thread, so that the pool's threads
+        # need no database connection; the model's prompt always shows them.
+        context = replace(context_for(store, item.episode), current=_current(store, item.episode))
+        return lambda: extractor.extract(item.episode, context)
+
+    def commit(
+        done: list[Claimed], results: dict[EpisodeKey, Extracted]
+    ) -> dict[EpisodeKey, Outcome]:
+        return store.run(lambda unit: finish(unit, done, results))
+
+    return run_in_flight(store, claimed, prepare, commit)
 
 
 def claim(unit: Unit, keys: Sequence[EpisodeKey], lane: Lane | None = None) -> list[Claimed]:
@@ -74,8 +100,8 @@ def claim(unit: Unit, keys: Sequence[EpisodeKey], lane: Lane | None = None) -> l
         .where(
             tuple_(EpisodeRow.tenant_id, EpisodeRow.episode_id).in_(list(keys)),
             or_(
-                EpisodeRow.status == "pending",
-                and_(EpisodeRow.status == "processing", EpisodeRow.lease_until < now),
+                EpisodeRow.status == EpisodeStatus.PENDING,
+                and_(EpisodeRow.status == EpisodeStatus.PROCESSING, EpisodeRow.lease_until < now),
             ),
         )
         .with_for_update(skip_locked=True)
@@ -84,13 +110,14 @@ def claim(unit: Unit, keys: Sequence[EpisodeKey], lane: Lane | None = None) -> l
     budget = unit.settings.episode_max_attempts
     for row in unit.session.scalars(query):
         if row.text is None:  # purged while it waited: nothing left to read
-            row.status, row.last_error, row.finished_at = "failed", "purged", now
+            row.status, row.last_error, row.finished_at = EpisodeStatus.FAILED, "purged", now
             continue
         if row.attempts >= budget:  # every attempt was lost (a crash, a kill): stop here
-            row.status, row.finished_at, row.error_kind = "failed", now, "permanent"
+            row.status, row.finished_at = EpisodeStatus.FAILED, now
+            row.error_kind = EpisodeError.PERMANENT
             row.last_error = f"gave up after {row.attempts} attempts that did not finish"
             continue
-        row.status = "processing"
+        row.status = EpisodeStatus.PROCESSING
         row.attempts += 1
         row.started_at = now
         row.lease_until = now + timedelta(seconds=unit.settings.episode_lease_s)
@@ -99,41 +126,27 @@ def claim(unit: Unit, keys: Sequence[EpisodeKey], lane: Lane | None = None) -> l
 
 
 def claimed_from(row: EpisodeRow) -> Claimed:
-    origin = Provenance(
-        episode_id=row.episode_id,
-        session_id=row.session_id,
-        occurred_at=row.occurred_at,
-        trust=trust_of(row),
-        lane=Lane(row.lane),
-        extractor="",
-        actor=row.actor or ACTOR,
-    )
-    return Claimed((row.tenant_id, row.episode_id), row.attempts, as_episode(row), origin)
+    origin = Provenance(as_episode(row), Lane(row.lane), actor=row.actor or ACTOR)
+    return Claimed((row.tenant_id, row.episode_id), row.attempts, origin)
 
 
-def run_extraction(
-    store: Store, episode: Episode, llm: LlmClient | None, *, rules_only: bool = False
-) -> Extracted:
-    """Candidates for one episode; a failure is returned, to be recorded on the episode.
-    The model is asked when one is configured (unless `rules_only`). The subject's current
-    values are read only when they matter: always for the model's prompt, and for the rules
-    only once they found something (to drop restatements)."""
+def run_extraction(store: Store, episode: Episode, extractor: Extractor) -> Extracted:
+    """Candidates for one episode; a failure is returned, to be recorded on the episode."""
     try:
-        settings = store.settings
-        if not rules_only and (llm is not None or settings.llm_configured):
-            current = _current(store, episode)
-            return extract(
-                episode, catalog=store.catalog, settings=settings, current=current, llm=llm
-            )
-        found = extract(episode, catalog=store.catalog, settings=settings, extractor="rules")
-        if not found.kept:
-            return found
-        current = _current(store, episode)
-        return extract(
-            episode, catalog=store.catalog, settings=settings, current=current, extractor="rules"
-        )
+        return extractor.extract(episode, context_for(store, episode))
     except Exception as error:  # recorded on the episode, which stays retryable
         return error
+
+
+def context_for(store: Store, episode: Episode) -> ExtractionContext:
+    """What the extractor may consult; the subject's current values are read from the
+    ledger only when it asks (always for a model's prompt, for the rules once they found
+    something)."""
+    return ExtractionContext(
+        store.catalog,
+        LazyValues(lambda: _current(store, episode)),
+        day_first=store.settings.dates_day_first,
+    )
 
 
 def _current(store: Store, episode: Episode) -> dict[str, list[Any]]:
@@ -158,7 +171,7 @@ def finish(
         select(EpisodeRow)
         .where(
             tuple_(EpisodeRow.tenant_id, EpisodeRow.episode_id).in_(list(tokens)),
-            EpisodeRow.status == "processing",
+            EpisodeRow.status == EpisodeStatus.PROCESSING,
         )
         .with_for_update()
     )
@@ -171,7 +184,7 @@ def finish(
     for item in claimed:
         row = rows.get(item.key)
         if row is None:
-            outcomes[item.key] = Outcome("skipped")
+            outcomes[item.key] = Outcome(ReceiptStatus.SKIPPED)
             continue
         result = extracted[item.key]
         if isinstance(result, ExtractionResult):
@@ -179,28 +192,26 @@ def finish(
         else:
             outcomes[item.key] = _failed(unit, row, result)
         row.lease_until = None
-        if row.status != "pending":
+        if row.status != EpisodeStatus.PENDING:
             row.finished_at = now
     return outcomes
 
 
 def _apply(unit: Unit, row: EpisodeRow, item: Claimed, result: ExtractionResult) -> Outcome:
-    decisions = decide_episode(unit, item.origin, row.tenant_id, row.subject, result)
+    decisions = decide_episode(unit, item.origin, result)
     for column, value in done_columns(result).items():
         setattr(row, column, value)
-    return Outcome("done", decisions=decisions, extraction=result)
+    return Outcome(ReceiptStatus.DONE, decisions=decisions, extraction=result)
 
 
-def decide_episode(
-    unit: Unit, origin: Provenance, tenant_id: str, subject: str, result: ExtractionResult
-) -> list[Decision]:
+def decide_episode(unit: Unit, origin: Provenance, result: ExtractionResult) -> list[Decision]:
     """Apply the policy to every candidate of one episode, and log what was decided."""
     usage = result.usage
     origin = replace(origin, extractor=usage.extractor)
     with unit.deciding_for(origin.episode_id, usage.prompt_version):
         decisions = [apply_candidate(unit, origin, candidate) for candidate in result.kept]
         if decisions or result.rejected:  # chatter with nothing to decide leaves no record
-            _record(unit, origin, tenant_id, subject, result, decisions)
+            _record(unit, origin, result, decisions)
     return decisions
 
 
@@ -208,7 +219,7 @@ def done_columns(result: ExtractionResult) -> dict[str, Any]:
     """What a finished episode's row says about how it was read."""
     usage = result.usage
     return {
-        "status": "done",
+        "status": EpisodeStatus.DONE,
         "last_error": None,
         "error_kind": None,
         "extractor": usage.extractor,
@@ -218,12 +229,7 @@ def done_columns(result: ExtractionResult) -> dict[str, Any]:
 
 
 def _record(
-    unit: Unit,
-    origin: Provenance,
-    tenant_id: str,
-    subject: str,
-    result: ExtractionResult,
-    decisions: list[Decision],
+    unit: Unit, origin: Provenance, result: ExtractionResult, decisions: list[Decision]
 ) -> None:
     """The episode's audit record in the log: what was kept, decided and refused."""
     usage = result.usage
@@ -232,7 +238,7 @@ def _record(
         lane=origin.lane.value,
         extractor=usage.extractor,
         prompt_version=usage.prompt_version,
-        decisions=[DecisionRecord(**decision.to_json()) for decision in decisions],
+        decisions=[decision.record() for decision in decisions],
         refused=[
             RefusalRecord(attribute=refusal.update.attribute, reason=refusal.reason.value)
             for refusal in result.rejected
@@ -240,12 +246,12 @@ def _record(
     )
     events.record(
         unit,
-        "episode_processed",
+        EventKind.EPISODE_PROCESSED,
         payload,
         occurred_at=unit.clock(),
         actor=origin.actor,
-        tenant_id=tenant_id,
-        subject=subject,
+        tenant_id=origin.episode.tenant_id,
+        subject=origin.episode.subject,
         fact_ids=[d.fact.fact_id for d in decisions if d.fact is not None],
         reason=f"{len(result.kept)} kept, {len(result.rejected)} refused",
     )
@@ -253,14 +259,13 @@ def _record(
 
 def _failed(unit: Unit, row: EpisodeRow, error: BaseException) -> Outcome:
     retryable = isinstance(error, RetryableError)
-    row.status = (
-        "pending" if retryable and row.attempts < unit.settings.episode_max_attempts else "failed"
-    )
+    again = retryable and row.attempts < unit.settings.episode_max_attempts
+    row.status = EpisodeStatus.PENDING if again else EpisodeStatus.FAILED
     row.last_error = describe(error)
-    row.error_kind = "retryable" if retryable else "permanent"
+    row.error_kind = EpisodeError.RETRYABLE if retryable else EpisodeError.PERMANENT
     if isinstance(error, LlmFailure):
         row.usage = error.usage.model_dump(mode="json")
-    return Outcome(row.status, row.last_error)
+    return Outcome(ReceiptStatus(row.status), row.last_error)
 
 
 def describe(error: BaseException) -> str:
@@ -269,12 +274,3 @@ def describe(error: BaseException) -> str:
     if isinstance(error, SgamError):
         return f"{type(error).__name__}: {error}".splitlines()[0][:500]
     return f"internal error ({type(error).__name__})"
-
-
-events.register(
-    EventKind(
-        "episode_processed",
-        EpisodeProcessedPayload,
-        description="an episode's candidates were decided (audit; replay re-derives nothing)",
-    )
-)

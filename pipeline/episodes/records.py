@@ -1,5 +1,6 @@
-"""Episodes between their three forms: what the caller sent (`EpisodeIn`), the stored row, and
-what extraction reads (`Episode`)."""
+"""Episodes between their three forms: what the caller sent (`EpisodeIn`, or the hot path's
+`RememberIn` read at once as an `Episode`), the stored row, and what extraction reads
+(`Episode`, which carries the trust its candidates are decided with)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pipeline.policy.decide import Lane, episode_trust
 from schemas.episodes import Episode, SourceKind
 from schemas.facts import Trust
 from schemas.intake import EpisodeIn
+from schemas.lifecycle import EpisodeStatus
 
 
 def text_hash(text: str) -> str:
@@ -21,10 +23,57 @@ def text_hash(text: str) -> str:
 
 def new_row(episode: EpisodeIn, *, lane: Lane, received_at: datetime) -> dict[str, Any]:
     """The row of a newly received episode, `pending`."""
+    return _row(
+        episode,
+        episode_id=episode.episode_id or str(uuid.uuid4()),
+        trust=episode.trust,
+        idempotency_key=episode.idempotency_key,
+        actor=episode.actor,
+        meta=episode.metadata or None,
+        lane=lane,
+        received_at=received_at,
+    )
+
+
+def read_row(
+    episode: Episode,
+    *,
+    trust: Trust | None,
+    idempotency_key: str | None,
+    actor: str | None,
+    lane: Lane,
+    received_at: datetime,
+) -> dict[str, Any]:
+    """The row of an episode read as it arrived (the hot path), claimed by its reader:
+    `processing`, attempt 1. `trust`: the caller's override, stored as sent."""
+    row = _row(
+        episode,
+        episode_id=episode.episode_id,
+        trust=trust,
+        idempotency_key=idempotency_key,
+        actor=actor,
+        meta=None,
+        lane=lane,
+        received_at=received_at,
+    )
+    return row | {"status": EpisodeStatus.PROCESSING, "attempts": 1, "started_at": received_at}
+
+
+def _row(
+    episode: EpisodeIn | Episode,
+    *,
+    episode_id: str,
+    trust: Trust | None,
+    idempotency_key: str | None,
+    actor: str | None,
+    meta: dict[str, Any] | None,
+    lane: Lane,
+    received_at: datetime,
+) -> dict[str, Any]:
     offset = episode.occurred_at.utcoffset() or timedelta(0)
     return {
         "tenant_id": episode.tenant_id,
-        "episode_id": episode.episode_id or str(uuid.uuid4()),
+        "episode_id": episode_id,
         "agent_id": episode.agent_id,
         "purpose": episode.purpose,
         "subject": episode.subject,
@@ -35,12 +84,12 @@ def new_row(episode: EpisodeIn, *, lane: Lane, received_at: datetime) -> dict[st
         "utc_offset_s": int(offset.total_seconds()),
         "text": episode.text,
         "text_hash": text_hash(episode.text),
-        "trust": episode.trust.value if episode.trust is not None else None,
-        "idempotency_key": episode.idempotency_key,
-        "actor": episode.actor,
-        "meta": episode.metadata or None,
+        "trust": trust.value if trust is not None else None,
+        "idempotency_key": idempotency_key,
+        "actor": actor,
+        "metadata": meta,  # column names: an insert ignores "meta"
         "lane": lane.value,
-        "status": "pending",
+        "status": EpisodeStatus.PENDING,
         "attempts": 0,
         "last_error": None,
         "error_kind": None,

@@ -1,4 +1,4 @@
-"""Episode states: `pending → processing → done | failed`. Listing them, showing one with
+"""Episode states (`EpisodeStatus`). Listing them, showing one with
 everything it led to, re-driving failed ones, and the sweeper that re-queues what a broker
 lost or a worker dropped."""
 
@@ -20,9 +20,8 @@ from pipeline.errors import NotFound
 from pipeline.validation import parse
 from schemas.facts import Fact
 from schemas.fields import Identifier
+from schemas.lifecycle import EpisodeStatus
 from schemas.results import EpisodeDetail, LoggedDecision, StoredCandidate, StoredEpisode
-
-STATUSES = ("pending", "processing", "done", "failed")
 
 
 class EpisodeQuery(BaseModel):
@@ -31,7 +30,7 @@ class EpisodeQuery(BaseModel):
     tenant_id: Identifier
     agent_id: Identifier | None = None
     purpose: Identifier | None = None
-    status: str | None = Field(default=None, pattern="^(pending|processing|done|failed)$")
+    status: EpisodeStatus | None = None
     session_id: Identifier | None = None
     subject: Identifier | None = None
     limit: int = Field(default=1000, ge=1, le=100_000)
@@ -95,7 +94,7 @@ def reopen_failed(
     """Failed episodes back to `pending` with a fresh budget of attempts; returns their keys.
     Named episodes that are not failed are left as they are."""
     statement = select(EpisodeRow.tenant_id, EpisodeRow.episode_id).where(
-        EpisodeRow.status == "failed", EpisodeRow.text.is_not(None)
+        EpisodeRow.status == EpisodeStatus.FAILED, EpisodeRow.text.is_not(None)
     )
     if tenant_id is not None:
         statement = statement.where(EpisodeRow.tenant_id == tenant_id)
@@ -106,7 +105,9 @@ def reopen_failed(
         unit.session.execute(
             update(EpisodeRow)
             .where(tuple_(EpisodeRow.tenant_id, EpisodeRow.episode_id).in_(keys))
-            .values(status="pending", attempts=0, enqueued_at=unit.clock(), finished_at=None)
+            .values(
+                status=EpisodeStatus.PENDING, attempts=0, enqueued_at=unit.clock(), finished_at=None
+            )
             .execution_options(synchronize_session=False)
         )
     return keys
@@ -132,15 +133,15 @@ def strays(unit: Unit, now: datetime, *, tenant_id: str | None = None) -> Stray:
     statement = select(EpisodeRow.tenant_id, EpisodeRow.episode_id, EpisodeRow.status).where(
         EpisodeRow.enqueued_at <= grace,
         or_(
-            EpisodeRow.status == "pending",
-            and_(EpisodeRow.status == "processing", EpisodeRow.lease_until < now),
+            EpisodeRow.status == EpisodeStatus.PENDING,
+            and_(EpisodeRow.status == EpisodeStatus.PROCESSING, EpisodeRow.lease_until < now),
         ),
     )
     if tenant_id is not None:
         statement = statement.where(EpisodeRow.tenant_id == tenant_id)
     found = unit.session.execute(statement.with_for_update(skip_locked=True)).all()
-    pending = [(t, e) for t, e, status in found if status == "pending"]
-    stuck = [(t, e) for t, e, status in found if status == "processing"]
+    pending = [(t, e) for t, e, status in found if status == EpisodeStatus.PENDING]
+    stuck = [(t, e) for t, e, status in found if status == EpisodeStatus.PROCESSING]
     if found:
         unit.session.execute(
             update(EpisodeRow)

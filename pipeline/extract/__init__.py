@@ -1,8 +1,26 @@
 """Extraction: episodes to typed memory candidates, by rules or through an LLM, with guards.
 
-Nothing here writes to the ledger; `extract` returns what would be written and why.
+Nothing here writes to the ledger; `extract` returns what would be written and why. Every
+extractor follows `protocol.Extractor`; `choose` is the one place that picks one.
 """
 
-from pipeline.extract.run import EXTRACTORS, Extractor, extract, rules_for
+from pipeline.extract.backends import RULES, ModelBackend, RulesBackend, rules_for
+from pipeline.extract.choose import EXTRACTORS, ExtractorName, choose, model
+from pipeline.extract.protocol import ExtractionContext, Extractor, LazyValues, judged
+from pipeline.extract.run import extract
 
-__all__ = ["EXTRACTORS", "Extractor", "extract", "rules_for"]
+__all__ = [
+    "EXTRACTORS",
+    "RULES",
+    "ExtractionContext",
+    "Extractor",
+    "ExtractorName",
+    "LazyValues",
+    "ModelBackend",
+    "RulesBackend",
+    "choose",
+    "extract",
+    "judged",
+    "model",
+    "rules_for",
+]

@@ -1,7 +1,10 @@
 """The LLM client: any OpenAI-compatible endpoint through `openai` and Instructor.
 
-Two bounded retry layers: `RetryingTransport` retries transport faults (429, 5xx, timeouts,
-connection errors) below the OpenAI client, whose own retries are off; Instructor re-asks an
+One client per process (`shared_client`) serves every extraction, from as many threads as
+`SGAM_LLM_CONCURRENCY`, over one pool of kept-alive connections. Two bounded retry layers:
+`RetryingTransport` waits for the endpoint's budget (`SGAM_LLM_RPM`/`TPM`, a 429's pause) and
+retries transport faults (5xx, timeouts, connection errors) below the OpenAI client, whose own
+retries are off; Instructor re-asks an
 answer that fails validation, showing the model the error, at most `SGAM_LLM_MAX_REASKS`
 times. Whatever finally fails becomes one typed error from `pipeline.errors` that carries the
 attempts, the usage and the last error — never a bare provider exception.
@@ -9,11 +12,14 @@ attempts, the usage and the last error — never a bare provider exception.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
+import os
+import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, TypeVar
 
 import httpx2
@@ -29,7 +35,8 @@ from pipeline.errors import (
     LlmRequestRejected,
     LlmUnavailable,
 )
-from pipeline.extract.transport import RetryingTransport, is_retryable_status
+from pipeline.extract.budget import Budget, budget_for
+from pipeline.extract.transport import CURRENT_CALL, Call, RetryingTransport, is_retryable_status
 from pipeline.settings import Settings
 from schemas.extraction import Usage
 
@@ -44,29 +51,15 @@ MODES = {
 _NO_KEY = "none"  # local servers need no key, but the client insists on one
 # Instructor logs each failed attempt at ERROR; we report failures as typed errors instead, so
 # its records reach a handler only when the application configures one.
-logging.getLogger("instructor").addHandler(
-    logging.NullHandler()
-)  # local servers need no key, but the client insists on one
-
-
-@dataclass
-class _Tally:
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    invalid_answers: int = 0
-
-    def count(self, response: Any) -> None:
-        usage = getattr(response, "usage", None)
-        self.prompt_tokens += getattr(usage, "prompt_tokens", 0) or 0
-        self.completion_tokens += getattr(usage, "completion_tokens", 0) or 0
-
-    def invalid(self, *_: Any, **__: Any) -> None:
-        self.invalid_answers += 1
+logging.getLogger("instructor").addHandler(logging.NullHandler())
 
 
 class LlmClient:
-    """One endpoint from the settings. Build it once (it pools connections) and pass it to
-    each extraction; `transport` replaces the HTTP transport, e.g. in tests."""
+    """One endpoint from the settings, built once per process: one HTTP client whose pooled
+    connections every extraction reuses, one OpenAI client, one Instructor patch, and the
+    endpoint's budget (`budget`; none: a 429 is waited out by this caller alone). `ask` may
+    be called from many threads at once; what each call spends is kept apart. `transport`
+    replaces the HTTP transport, e.g. in tests."""
 
     def __init__(
         self,
@@ -74,86 +67,136 @@ class LlmClient:
         transport: httpx2.BaseTransport | None = None,
         *,
         sleep: Callable[[float], None] = time.sleep,
+        budget: Budget | None = None,
     ) -> None:
         if settings.llm_base_url is None:
             raise InvalidInput("SGAM_LLM_BASE_URL", "is not set: no LLM endpoint is configured")
         self.settings = settings
         self.base_url = settings.llm_base_url
         self.model = settings.llm_model
-        self._transport = transport if transport is not None else httpx2.HTTPTransport()
-        self._sleep = sleep
+        self.deadline_s = settings.llm_deadline_s
+        self.timeout_s = settings.llm_timeout_s
+        if transport is None:
+            # Room for every request in flight, and each connection kept for the next one.
+            in_flight = settings.llm_concurrency
+            limits = httpx2.Limits(max_connections=in_flight, max_keepalive_connections=in_flight)
+            transport = httpx2.HTTPTransport(limits=limits)
+        self._transport = RetryingTransport(
+            transport,
+            max_attempts=settings.llm_max_attempts,
+            deadline_s=settings.llm_deadline_s,
+            max_wait_s=settings.llm_max_wait_s,
+            budget=budget,
+            sleep=sleep,
+        )
+        self._http = httpx2.Client(transport=self._transport, timeout=settings.llm_timeout_s)
+        client = openai.OpenAI(
+            base_url=self.base_url,
+            api_key=settings.llm_api_key.get_secret_value() or _NO_KEY,
+            http_client=self._http,
+            max_retries=0,  # transport retries are ours, with a deadline
+            timeout=settings.llm_timeout_s,
+        )
+        self._patched = instructor.from_openai(client, mode=MODES[settings.llm_mode])
+        self._patched.on("completion:response", _on_response)
+        self._patched.on("parse:error", _on_invalid)
 
     def ask(
         self, messages: list[dict[str, str]], response_model: type[M], *, prompt_version: str
     ) -> tuple[M, Usage]:
         """The validated answer and what it cost; a typed `LlmFailure` when there is none."""
         settings = self.settings
-        transport = RetryingTransport(
-            self._transport,
-            max_attempts=settings.llm_max_attempts,
-            deadline_s=settings.llm_deadline_s,
-            sleep=self._sleep,
-        )
-        http = httpx2.Client(transport=transport, timeout=settings.llm_timeout_s)
-        client = openai.OpenAI(
-            base_url=self.base_url,
-            api_key=settings.llm_api_key.get_secret_value() or _NO_KEY,
-            http_client=http,
-            max_retries=0,  # transport retries are ours, with a deadline
-            timeout=settings.llm_timeout_s,
-        )
-        patched = instructor.from_openai(client, mode=MODES[settings.llm_mode])
-        tally = _Tally()
-        patched.on("completion:response", tally.count)
-        patched.on("parse:error", tally.invalid)
-        started = time.perf_counter()
+        call = Call(self.deadline_s, settings.llm_max_wait_s)
+        token = CURRENT_CALL.set(call)
 
         def usage() -> Usage:
             return Usage(
                 extractor=f"llm:{self.model}",
                 model=self.model,
                 prompt_version=prompt_version,
-                prompt_tokens=tally.prompt_tokens,
-                completion_tokens=tally.completion_tokens,
-                attempts=transport.attempts,
-                invalid_answers=tally.invalid_answers,
-                latency_ms=round((time.perf_counter() - started) * 1000, 1),
+                prompt_tokens=call.prompt_tokens,
+                completion_tokens=call.completion_tokens,
+                attempts=call.attempts,
+                invalid_answers=call.invalid_answers,
+                latency_ms=round((call.clock() - call.started) * 1000, 1),
             )
 
         try:
-            answer = patched.chat.completions.create(
+            answer = self._patched.chat.completions.create(
                 model=self.model,
                 messages=messages,  # type: ignore[arg-type]
-                response_model=response_model,
+                response_model=prepared(response_model),
                 max_retries=settings.llm_max_reasks,
                 temperature=0.0,
                 max_tokens=settings.llm_max_tokens,
+                timeout=self.timeout_s,
             )
         except (InstructorRetryException, IncompleteOutputException, openai.OpenAIError) as exc:
-            raise failure(exc, transport.attempts, usage()) from exc
+            raise failure(exc, call.attempts, usage()) from exc
         finally:
-            http.close()
+            CURRENT_CALL.reset(token)
+            if call.prompt_tokens:  # the answer's usage corrects the estimate charged
+                spent = call.prompt_tokens + call.completion_tokens
+                self._transport.settle(spent - call.charged_tokens)
         return answer, usage()
 
     def within(self, seconds: float) -> LlmClient:
-        """The same endpoint and connections, giving up after `seconds` in all (the hot path's
+        """The same client and connections, giving up after `seconds` in all (the hot path's
         deadline): every request, retry and re-ask must fit."""
-        bounded = self.settings.model_copy(
-            update={
-                "llm_deadline_s": seconds,
-                "llm_timeout_s": min(self.settings.llm_timeout_s, seconds),
-            }
+        bounded = copy.copy(self)
+        bounded.deadline_s = seconds
+        bounded.timeout_s = min(self.timeout_s, seconds)
+        bounded.settings = self.settings.model_copy(
+            update={"llm_deadline_s": seconds, "llm_timeout_s": bounded.timeout_s}
         )
-        return LlmClient(bounded, self._transport, sleep=self._sleep)
+        return bounded
 
     def close(self) -> None:
-        self._transport.close()
+        self._http.close()
 
     def __enter__(self) -> LlmClient:
         return self
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+
+@lru_cache(maxsize=64)
+def prepared(response_model: type[M]) -> type[M]:
+    """The response model as Instructor wraps it, once per model: given a new wrapper on
+    every call, Instructor would generate its JSON schema again each time."""
+    return instructor.response_schema(response_model)
+
+
+def _on_response(response: Any) -> None:
+    call = CURRENT_CALL.get()
+    if call is not None:
+        call.count(response)
+
+
+def _on_invalid(*_: Any, **__: Any) -> None:
+    call = CURRENT_CALL.get()
+    if call is not None:
+        call.invalid_answers += 1
+
+
+_shared: dict[int, tuple[int, Settings, LlmClient]] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_client(settings: Settings) -> LlmClient:
+    """This process's client for `settings`' endpoint, built on first use (after a fork, a
+    child builds its own: connections are not shared across processes)."""
+    pid = os.getpid()
+    entry = _shared.get(id(settings))
+    if entry is not None and entry[0] == pid and entry[1] is settings:
+        return entry[2]
+    with _shared_lock:
+        entry = _shared.get(id(settings))
+        if entry is None or entry[0] != pid or entry[1] is not settings:
+            entry = (pid, settings, LlmClient(settings, budget=budget_for(settings)))
+            _shared[id(settings)] = entry
+    return entry[2]
 
 
 def failure(error: BaseException, attempts: int, usage: Usage) -> LlmFailure:
@@ -171,11 +214,28 @@ def failure(error: BaseException, attempts: int, usage: Usage) -> LlmFailure:
         return kind(f"HTTP {cause.status_code} from the endpoint", **_spent(attempts, usage, last))
     if isinstance(cause, openai.APIConnectionError):  # includes timeouts
         return LlmUnavailable("the endpoint is unreachable", **_spent(attempts, usage, last))
-    if isinstance(cause, ValidationError | json.JSONDecodeError | IncompleteOutputException):
+    if cut_short(cause):  # the next answer may arrive whole
+        return LlmUnavailable("the answer was cut short", **_spent(attempts, usage, last))
+    if isinstance(cause, ValidationError):
         return LlmAnswerInvalid(
             "the model's answer failed validation", **_spent(attempts, usage, last)
         )
     return LlmAnswerInvalid("the model's answer was unusable", **_spent(attempts, usage, last))
+
+
+def cut_short(error: BaseException) -> bool:
+    """An answer that did not arrive whole: an HTTP body that is not JSON (the response's own
+    envelope, which no model writes, broke off), an answer stopped at max_tokens, or tool
+    arguments that end before their JSON does (the parser reached the end of its input)."""
+    if isinstance(error, json.JSONDecodeError | IncompleteOutputException):
+        return True
+    if isinstance(error, ValidationError):
+        return any(
+            problem["type"] == "json_invalid"
+            and str(problem.get("ctx", {}).get("error", "")).startswith("EOF while parsing")
+            for problem in error.errors()
+        )
+    return False
 
 
 def _spent(attempts: int, usage: Usage, last: str) -> dict[str, Any]:

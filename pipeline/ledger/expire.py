@@ -15,7 +15,6 @@ from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.errors import InvalidInput
 from pipeline.ledger import events
-from pipeline.ledger.events import Decision, EventKind
 from pipeline.ledger.slots import SLOT_FIELDS, SlotKey, in_slot, lock_key
 from pipeline.ledger.versions import Change, new_version, row_values, write_versions
 from pipeline.validation import parse
@@ -23,6 +22,7 @@ from schemas.commands import ExpireFacts
 from schemas.events import ExpirePayload, SlotRef
 from schemas.facts import FactStatus
 from schemas.fields import format_utc
+from schemas.lifecycle import EventKind
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ def expire_key(unit: Unit, key: SlotKey, now: datetime, actor: str) -> list[str]
     if fact_ids:
         events.record(
             unit,
-            Decision.EXPIRE,
+            EventKind.EXPIRE,
             payload,
             occurred_at=now,
             actor=actor,
@@ -112,17 +112,3 @@ def apply_expiry(unit: Unit, payload: ExpirePayload) -> list[str]:
         changes.append(Change(row.fact_id, row_values(row), after))
     write_versions(session, changes, stamp)
     return [change.fact_id for change in changes]
-
-
-def _replay_expiry(unit: Unit, payload: ExpirePayload) -> None:
-    apply_expiry(unit, payload)
-
-
-events.register(
-    EventKind(
-        Decision.EXPIRE,
-        ExpirePayload,
-        apply=_replay_expiry,
-        description="facts past their retention got expired versions",
-    )
-)

@@ -20,12 +20,12 @@ from pipeline.db.unit import Unit
 from pipeline.errors import ConflictError
 from pipeline.ledger import events, idempotency
 from pipeline.ledger.erase import erase
-from pipeline.ledger.events import Decision, EventKind
 from pipeline.ledger.results import settled
 from pipeline.ledger.slots import subject_lock_name
 from pipeline.validation import parse
 from schemas.commands import ForgetSubject
 from schemas.events import ForgetPayload
+from schemas.lifecycle import EventKind
 
 
 class ForgetResult(BaseModel):
@@ -75,7 +75,7 @@ def forget_subject(
         hidden = apply_forget(unit, payload)
         events.record(
             unit,
-            Decision.PURGE if command.purge else Decision.FORGET,
+            EventKind.PURGE if command.purge else EventKind.FORGET,
             payload,
             occurred_at=payload.now,
             actor=command.actor,
@@ -116,14 +116,3 @@ def apply_forget(unit: Unit, payload: ForgetPayload) -> int:
     if payload.purge:
         erase(session, tenant_id, subject)
     return hidden
-
-
-def _replay_forget(unit: Unit, payload: ForgetPayload) -> None:
-    apply_forget(unit, payload)
-
-
-for _kind, _meaning in (
-    (Decision.FORGET, "every fact of a subject was hidden"),
-    (Decision.PURGE, "every fact of a subject was hidden and its content erased"),
-):
-    events.register(EventKind(_kind, ForgetPayload, apply=_replay_forget, description=_meaning))

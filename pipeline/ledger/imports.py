@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from pipeline.errors import (
     ConflictError,
@@ -59,7 +60,7 @@ class ImportReceipt(BaseModel):
     fact_id: str | None = Field(default=None, exclude_if=absent_when_none)
     version: int | None = Field(default=None, exclude_if=absent_when_none)
     error: str | None = Field(default=None, exclude_if=absent_when_none)
-    problem: SgamError | None = Field(default=None, exclude=True)
+    problem: SkipJsonSchema[SgamError | None] = Field(default=None, exclude=True)
 
 
 def receipt(line: int, outcome: PutOutcome) -> ImportReceipt:

@@ -13,7 +13,6 @@ from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.errors import ConflictError, NotFound, NotQuarantined, VersionConflict
 from pipeline.ledger import events, idempotency
-from pipeline.ledger.events import Decision, EventKind
 from pipeline.ledger.judging import trust_refusal
 from pipeline.ledger.results import PutResult, settled
 from pipeline.ledger.slots import SlotKey, load_slot, lock_key
@@ -32,6 +31,7 @@ from schemas.commands import PromoteFact
 from schemas.events import PromotePayload
 from schemas.facts import FactStatus, Trust
 from schemas.fields import format_utc
+from schemas.lifecycle import EventKind
 
 
 def promote(store: Store, command: PromoteFact | Mapping[str, Any]) -> PutResult:
@@ -68,11 +68,11 @@ def _promote(unit: Unit, command: PromoteFact, *, now: datetime) -> PutResult | 
         log.event(refusal_decision(problem), reason=str(problem))
         return problem
     changes = apply_promotion(unit, PromotePayload(fact_id=command.fact_id, now=now))
-    log.event(Decision.PROMOTE, payload=PromotePayload(fact_id=command.fact_id, now=now))
+    log.event(EventKind.PROMOTE, payload=PromotePayload(fact_id=command.fact_id, now=now))
     for change in changes:
         if change.fact_id != command.fact_id:
             log.event(
-                Decision.SUPERSEDE,
+                EventKind.SUPERSEDE,
                 fact_id=change.fact_id,
                 reason=change_reason(change, command.fact_id),
             )
@@ -130,7 +130,7 @@ class _PromotionLog:
 
     def event(
         self,
-        decision: Decision,
+        decision: EventKind,
         *,
         fact_id: str | None = None,
         reason: str | None = None,
@@ -148,17 +148,3 @@ class _PromotionLog:
             idempotency_key=self.command.idempotency_key,
             reason=reason,
         )
-
-
-def _replay_promotion(unit: Unit, payload: PromotePayload) -> None:
-    apply_promotion(unit, payload)
-
-
-events.register(
-    EventKind(
-        Decision.PROMOTE,
-        PromotePayload,
-        apply=_replay_promotion,
-        description="a quarantined fact was released as verified",
-    )
-)

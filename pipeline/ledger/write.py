@@ -19,7 +19,6 @@ from pipeline.db.unit import Unit
 from pipeline.errors import ConflictError, TrustRejected, VersionConflict
 from pipeline.ledger import events
 from pipeline.ledger.checks import check_put
-from pipeline.ledger.events import Decision, EventKind
 from pipeline.ledger.intervals import Interval, holding_at
 from pipeline.ledger.judging import trust_refusal
 from pipeline.ledger.pending import PendingWrites
@@ -39,6 +38,7 @@ from schemas.commands import PutFact
 from schemas.events import ClaimPayload
 from schemas.facts import ClaimRecord, Fact, FactStatus, Trust
 from schemas.fields import format_utc
+from schemas.lifecycle import EventKind
 
 
 def resolve(unit: Unit, command: PutFact, *, claim_id: str, now: datetime) -> ClaimRecord:
@@ -80,7 +80,7 @@ def judge_and_store(
     if claim.trust is Trust.UNTRUSTED:
         fact = _quarantine(pending, state, claim)
         _Log(unit, claim, command).event(
-            Decision.QUARANTINE, [claim.claim_id], "untrusted source: hidden until promoted"
+            EventKind.QUARANTINE, [claim.claim_id], "untrusted source: hidden until promoted"
         )
         return PutResult(fact=fact, written=True)
 
@@ -95,16 +95,16 @@ def judge_and_store(
     written = next((change for change in changes if change.fact_id == claim.claim_id), None)
     if written is not None:
         holder = written.after
-        log.event(Decision.WRITE, [claim.claim_id])
+        log.event(EventKind.WRITE, [claim.claim_id])
     else:
         # The claim joined a fact that already holds its value: provenance, or (when its
         # end differs) a new version of that fact.
         holder = _holding(state, changes, claim.valid_from)
         reason = "the claim joins the fact that holds its value"
-        log.event(Decision.WRITE if changes else Decision.RESTATE, [holder["fact_id"]], reason)
+        log.event(EventKind.WRITE if changes else EventKind.RESTATE, [holder["fact_id"]], reason)
     for change in changes:
         if change.fact_id != holder["fact_id"]:
-            log.derived(Decision.SUPERSEDE, change, claim.claim_id)
+            log.derived(EventKind.SUPERSEDE, change, claim.claim_id)
     return PutResult(fact=to_fact(holder), written=bool(changes))
 
 
@@ -176,8 +176,8 @@ def _refusal(state: SlotState, claim: ClaimRecord, command: PutFact) -> Conflict
     return trust_refusal(state, claim)
 
 
-def refusal_decision(problem: ConflictError) -> Decision:
-    return Decision.REJECT if isinstance(problem, TrustRejected) else Decision.CONFLICT
+def refusal_decision(problem: ConflictError) -> EventKind:
+    return EventKind.REJECT if isinstance(problem, TrustRejected) else EventKind.CONFLICT
 
 
 def _quarantine(pending: PendingWrites, state: SlotState, claim: ClaimRecord) -> Fact:
@@ -211,15 +211,15 @@ class _Log:
         self.claim = claim
         self.command = command
 
-    def event(self, decision: Decision, fact_ids: list[str], reason: str | None = None) -> None:
+    def event(self, decision: EventKind, fact_ids: list[str], reason: str | None = None) -> None:
         self._record(decision, fact_ids, reason, ClaimPayload(claim=self.claim))
 
-    def derived(self, decision: Decision, change: Change, by: str) -> None:
+    def derived(self, decision: EventKind, change: Change, by: str) -> None:
         self._record(decision, [change.fact_id], change_reason(change, by), None)
 
     def _record(
         self,
-        decision: Decision,
+        decision: EventKind,
         fact_ids: list[str],
         reason: str | None,
         payload: BaseModel | None,
@@ -236,11 +236,3 @@ class _Log:
             idempotency_key=self.command.idempotency_key,
             reason=reason,
         )
-
-
-for _kind, _meaning in (
-    (Decision.WRITE, "a claim was stored and changed the current belief"),
-    (Decision.RESTATE, "a claim agreed with what holds: provenance only"),
-    (Decision.QUARANTINE, "an untrusted claim was stored hidden until promoted"),
-):
-    events.register(EventKind(_kind, ClaimPayload, apply=store_claim, description=_meaning))

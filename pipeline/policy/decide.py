@@ -11,24 +11,20 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import timedelta
-from enum import StrEnum
 
 from schemas.catalog import AttributeSpec, Recurrence, Sensitivity
+from schemas.episodes import Lane as Lane  # the policy decides per lane
+from schemas.episodes import SourceKind
 from schemas.facts import Trust
 
 SOURCE_TRUST = {
-    "message": Trust.INFERRED,
-    "tool_result": Trust.UNTRUSTED,
-    "business_event": Trust.VERIFIED,
+    SourceKind.MESSAGE: Trust.INFERRED,
+    SourceKind.TOOL_RESULT: Trust.UNTRUSTED,
+    SourceKind.BUSINESS_EVENT: Trust.VERIFIED,
 }
 RULES_CONFIDENCE = 1.0
 STATED_CONFIDENCE = 0.9  # a model's candidate whose evidence names the attribute
 INFERRED_CONFIDENCE = 0.5  # a model's candidate read between the lines
-
-
-class Lane(StrEnum):
-    BACKGROUND = "background"  # queued episodes, processed by workers
-    HOT = "hot"  # an explicit "remember this", written in the caller's request
 
 
 @dataclass(frozen=True)
@@ -76,7 +72,7 @@ def episode_trust(source: str, override: Trust | None, lane: Lane) -> Trust:
         return override
     if lane is Lane.HOT:
         return Trust.USER_CONFIRMED
-    return SOURCE_TRUST[source]
+    return SOURCE_TRUST[SourceKind(source)]
 
 
 def confidence(extractor: str, evidence: str, names: list[str]) -> float:
@@ -105,17 +101,43 @@ def decide(
         return Quarantine(confidence, "a sensitive attribute not stated on the hot path")
     if lane is Lane.HOT or trust is Trust.USER_CONFIRMED:
         return Write(trust, confidence)
+    wait = wait_rule(spec, thresholds, confidence)
+    if wait is None or (trust is Trust.VERIFIED and wait.times is not None):
+        return Write(trust, confidence)
+    return Buffer(wait.times, wait.window, trust, confidence, wait.reason)
+
+
+@dataclass(frozen=True)
+class Wait:
+    """What a buffered candidate waits for: `times` distinct sessions within `window`, or
+    (`times` None) the user's confirmation, `window` bounding the wait."""
+
+    times: int | None
+    window: timedelta
+    reason: str
+
+
+def wait_rule(
+    spec: AttributeSpec, thresholds: Thresholds, confidence: float | None = None
+) -> Wait | None:
+    """The promotion rule: how a candidate of `spec` earns its way out of the buffer, None
+    when it need not wait. `confidence` None: a candidate already waiting, which (for an
+    `immediate` attribute) waits only because its signal was weak."""
     if spec.promotion == "confirm":
         reason = "the catalogue asks for the user's confirmation"
-        return Buffer(None, thresholds.buffer_window, trust, confidence, reason)
-    if trust is Trust.VERIFIED:
-        return Write(trust, confidence)
+        return Wait(None, thresholds.buffer_window, reason)
     if isinstance(spec.promotion, Recurrence):
         times, window = spec.promotion.times, spec.promotion.window
-        reason = f"the catalogue asks for {times} sessions"
-        return Buffer(times, window, trust, confidence, reason)
-    if confidence < thresholds.weak_confidence:
-        times, window = thresholds.weak_support, thresholds.weak_window
-        reason = f"a weak signal (confidence {confidence:g})"
-        return Buffer(times, window, trust, confidence, reason)
-    return Write(trust, confidence)
+        return Wait(times, window, f"the catalogue asks for {times} sessions")
+    if confidence is None or confidence < thresholds.weak_confidence:
+        weak = "" if confidence is None else f" (confidence {confidence:g})"
+        return Wait(thresholds.weak_support, thresholds.weak_window, f"a weak signal{weak}")
+    return None
+
+
+def buffered_rule(spec: AttributeSpec, thresholds: Thresholds) -> Wait | None:
+    """What a candidate already in the buffer waits for now (the catalogue may have changed
+    since it was buffered); a sensitive attribute's never leaves the buffer on its own."""
+    if spec.sensitivity is Sensitivity.SENSITIVE:
+        return None
+    return wait_rule(spec, thresholds)

@@ -9,11 +9,11 @@ from sqlalchemy import update
 
 import pipeline
 from pipeline.catalog import load_catalog
-from pipeline.catalog.check import check_catalog
 from pipeline.cli import run
 from pipeline.db.models import FactRow
 from pipeline.db.store import Store, open_store
 from pipeline.errors import CatalogError, InvalidInput
+from pipeline.read.catalog_check import check_catalog
 from pipeline.settings import Settings
 
 BASE = {

@@ -24,14 +24,14 @@ from pipeline import cli
 from pipeline.db.models import ClaimRow, EventRow, FactRow
 from pipeline.db.store import Store, open_store
 from pipeline.errors import ConflictError, InvalidInput, NotFound
-from pipeline.ledger.events import KINDS, Decision
 from pipeline.ledger.expire import expire
 from pipeline.ledger.forget import forget
 from pipeline.ledger.promote import promote
-from pipeline.ledger.replay import replay
 from pipeline.read.context import Context, assemble
+from pipeline.rebuild import replay, replayed
 from pipeline.settings import Settings
 from schemas.facts import Fact
+from schemas.lifecycle import LEDGER_KINDS
 
 TENANTS = ["acme", "globex"]
 SCOPES = [("default", "default"), ("planner", "travel")]
@@ -63,7 +63,7 @@ TRUSTS = ["verified"] * 4 + ["inferred"] * 2 + ["user_confirmed", "untrusted", "
 BASE = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 PLUS_TWO = timezone(timedelta(hours=2))
 # Every decision the log knows; the workload must produce each of them at least once.
-ALL_DECISIONS = {decision.value for decision in Decision}
+ALL_DECISIONS = {decision.value for decision in LEDGER_KINDS}
 
 
 # -- database helpers ------------------------------------------------------------------------
@@ -394,9 +394,7 @@ def test_replay_rebuilds_the_ledger_from_the_log_alone(
         report = replay(clocked_store, target)
         assert report.events == len(live_events)
         assert report.applied == sum(
-            1
-            for event in live_events
-            if event["command"] is not None and KINDS[event["kind"]].replayed
+            1 for event in live_events if event["command"] is not None and replayed(event["kind"])
         )
         rebuilt_facts = facts_of(target)
         assert len(rebuilt_facts) == len(live_facts)

@@ -5,19 +5,19 @@ shown to the model, and what finally fails is one typed error carrying attempts 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx2
 import pytest
 
 from pipeline.cli.errors import exit_code
-from pipeline.errors import LlmAnswerInvalid, LlmRequestRejected, LlmUnavailable
+from pipeline.errors import LlmAnswerInvalid, LlmRequestRejected, LlmUnavailable, RetryableError
 from pipeline.extract import extract
 from pipeline.extract.llm import LlmClient
 from pipeline.extract.result import ExtractionResult
 from pipeline.settings import Settings
-from schemas.extraction import Usage
+from schemas.extraction import MAX_UPDATES, RejectReason, Usage
 from tests.unit.extract_helpers import PASSPORT_UPDATE, catalog, episode
 
 TEXT = "Remember that my passport deadline is June 30, 2026."
@@ -149,12 +149,116 @@ def test_malformed_json_then_a_successful_reask() -> None:
 
 
 def test_a_schema_violating_answer_then_a_reask() -> None:
-    wrong = {"updates": [GOOD["updates"][0] | {"attribute": "favourite_colour"}]}
+    wrong = {"updates": [GOOD["updates"][0] | {"change": "perhaps"}]}
     endpoint = Endpoint([completion(json.dumps(wrong)), completion(json.dumps(GOOD))])
     result = run(endpoint)
     assert (result.usage.attempts, result.usage.invalid_answers) == (2, 1)
-    assert "favourite_colour" in json.dumps(endpoint.requests[1]["messages"])
+    assert "perhaps" in json.dumps(endpoint.requests[1]["messages"])
     assert [c.attribute for c in result.kept] == ["passport_deadline"]
+
+
+def test_an_off_catalogue_attribute_refuses_that_update_and_keeps_the_rest() -> None:
+    wrong = GOOD["updates"][0] | {"attribute": "favourite_colour"}
+    endpoint = Endpoint([completion(json.dumps({"updates": [wrong, GOOD["updates"][0]]}))])
+    result = run(endpoint)
+    assert (result.usage.attempts, result.usage.invalid_answers) == (1, 0)  # no re-ask
+    assert [c.attribute for c in result.kept] == ["passport_deadline"]
+    assert [(r.update.attribute, r.reason) for r in result.rejected] == [
+        ("favourite_colour", RejectReason.UNKNOWN_ATTRIBUTE)
+    ]
+    # The model is still shown the catalogue's names as the only choice.
+    schema = endpoint.requests[0]["tools"][0]["function"]["parameters"]
+    assert (
+        "favourite_colour" not in schema["$defs"]["MemoryUpdate"]["properties"]["attribute"]["enum"]
+    )
+
+
+def test_more_updates_than_the_limit_refuses_the_extras() -> None:
+    text = " ".join(f"I speak Lang{n}." for n in range(MAX_UPDATES + 2))
+    updates = [
+        {
+            "evidence": f"I speak Lang{n}",
+            "subject": "I",
+            "attribute": "languages",
+            "current_value": None,
+            "change": "new",
+            "value": f"Lang{n}",
+            "valid_from": None,
+        }
+        for n in range(MAX_UPDATES + 2)
+    ]
+    endpoint = Endpoint([completion(json.dumps({"updates": updates}))])
+    llm = endpoint.client()
+    result = extract(episode(text), catalog=catalog(), settings=llm.settings, llm=llm)
+    assert (result.usage.attempts, result.usage.invalid_answers) == (1, 0)
+    assert [c.value for c in result.kept] == [f"Lang{n}" for n in range(MAX_UPDATES)]
+    assert [r.reason for r in result.rejected] == [RejectReason.OVER_LIMIT] * 2
+    schema = endpoint.requests[0]["tools"][0]["function"]["parameters"]
+    assert schema["properties"]["updates"]["maxItems"] == MAX_UPDATES  # still asked for
+
+
+def _cut_at_max_tokens(arguments: str) -> Reply:
+    reply = completion(arguments)
+    assert isinstance(reply, httpx2.Response)
+    body = json.loads(reply.content)
+    body["choices"][0]["finish_reason"] = "length"
+    return httpx2.Response(200, json=body)
+
+
+def _cut_body() -> Reply:
+    whole = completion(json.dumps(GOOD))
+    assert isinstance(whole, httpx2.Response)
+    return httpx2.Response(
+        200, headers={"content-type": "application/json"}, content=whole.content[:200]
+    )
+
+
+class _BreaksOff(httpx2.SyncByteStream):
+    """A body whose connection closes before the declared length arrived."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield self.data[:50]
+        raise httpx2.RemoteProtocolError("peer closed connection without sending complete body")
+
+
+def _broken_off_stream() -> Reply:
+    whole = completion(json.dumps(GOOD))
+    assert isinstance(whole, httpx2.Response)
+    length = str(len(whole.content))
+    headers = {"content-type": "application/json", "content-length": length}
+    return httpx2.Response(200, headers=headers, stream=_BreaksOff(whole.content))
+
+
+@pytest.mark.parametrize(
+    ("name", "reply"),
+    [
+        ("tool arguments stopped at max_tokens", lambda: _cut_at_max_tokens('{"updates": [')),
+        ("tool arguments that end before their JSON", lambda: completion('{"updates": [{"e')),
+        ("an HTTP body cut short", _cut_body),
+        ("a connection closed mid-body", _broken_off_stream),
+    ],
+)
+def test_an_answer_cut_short_is_retryable_not_permanent(
+    name: str, reply: Callable[[], Reply]
+) -> None:
+    endpoint = Endpoint([reply() for _ in range(3)])
+    with pytest.raises(LlmUnavailable) as raised:
+        run(endpoint, llm_max_reasks=2, llm_max_attempts=1)
+    assert isinstance(raised.value, RetryableError), name
+    assert "cut short" in str(raised.value) or "RemoteProtocolError" in raised.value.last_error
+    assert exit_code(raised.value) == 5  # the same as an endpoint that is down
+
+
+def test_a_cut_answer_then_a_whole_one_succeeds_on_the_reask() -> None:
+    endpoint = Endpoint([completion('{"updates": [{"evid'), completion(json.dumps(GOOD))])
+    result = run(endpoint)
+    assert (result.usage.attempts, [c.attribute for c in result.kept]) == (
+        2,
+        ["passport_deadline"],
+    )
 
 
 def test_persistent_5xx_is_llm_unavailable_with_attempts_and_usage() -> None:
@@ -196,10 +300,10 @@ def test_a_refused_request_is_not_retried() -> None:
     assert exit_code(raised.value) == 2
 
 
-def test_a_retry_after_past_the_deadline_gives_up_at_once() -> None:
+def test_a_retry_after_past_the_longest_wait_gives_up_at_once() -> None:
     endpoint = Endpoint([error(429, {"retry-after": "600"})])
     with pytest.raises(LlmUnavailable) as raised:
-        run(endpoint, llm_deadline_s=30)
+        run(endpoint, llm_max_wait_s=30)
     assert (raised.value.attempts, endpoint.sleeps) == (1, [])
 
 

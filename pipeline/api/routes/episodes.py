@@ -7,28 +7,24 @@ for it is logged under that key.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
-from pydantic import ValidationError
 
 import pipeline
-from pipeline.access.keys import ApiKey
+from pipeline.api import operations
 from pipeline.api.access import Reader, Writer, bind
-from pipeline.api.bodies import EpisodeBody, RememberBody
+from pipeline.api.bodies import RememberBody
 from pipeline.api.conventions import (
     IdempotencyHeader,
     Opened,
-    idempotency_key,
     identifier,
 )
 from pipeline.api.problems import MalformedRequest
 from pipeline.api.routes.owned import require_owned
-from pipeline.errors import InvalidInput, InvalidLines
 from pipeline.hot_path import Remembered
-from pipeline.validation import invalid_field
+from schemas.lifecycle import EpisodeStatus
 from schemas.results import EpisodeDetail, IngestReport, Retried, StoredEpisode
 
 router = APIRouter(prefix="/v1", tags=["episodes"])
@@ -70,48 +66,9 @@ async def post_episodes(
         sent = json.loads(await request.body())
     except ValueError as error:
         raise MalformedRequest(f"the body is not JSON: {error}") from None
-    single = isinstance(sent, dict)
-    items = [sent] if single else sent
-    if not isinstance(items, list) or not items:
-        raise InvalidInput("body", "must be an episode object or a non-empty list of them")
-    limit = store.settings.api_max_batch
-    if len(items) > limit:
-        raise InvalidInput("body", f"has {len(items)} episodes; at most {limit} per request")
-    episodes: list[dict[str, Any]] = []
-    bad: list[tuple[int, str, str]] = []
-    for line, item in enumerate(items, 1):
-        episode = _episode(key, item, idempotency, None if single else line)
-        if isinstance(episode, tuple):
-            bad.append((line, *episode))
-        else:
-            episodes.append(episode)
-    if bad:
-        raise InvalidLines(bad)
-    report = await run_in_threadpool(pipeline.ingest, store, episodes)
-    queued = any(receipt.status == "queued" for receipt in report.receipts)
+    report, queued = await run_in_threadpool(operations.ingest, store, key, sent, idempotency)
     response.status_code = 202 if queued else 200
     return report
-
-
-def _episode(
-    key: ApiKey, item: Any, header: str | None, line: int | None
-) -> dict[str, Any] | tuple[str, str]:
-    """The episode as the pipeline takes it, or (field, problem). A tenant, agent or purpose
-    other than the key's is refused at once (403)."""
-    try:
-        body = EpisodeBody.model_validate(item)
-    except ValidationError as exc:
-        error = invalid_field(exc.errors()[0])
-        return error.field, error.problem
-    fields = bind(key, body.model_dump(exclude_unset=True)) | {"actor": key.key_id}
-    if header is not None and line is not None:
-        if body.model_dump().get("idempotency_key") is not None:
-            return "idempotency_key", "give it per episode or in the Idempotency-Key header"
-        header = f"{header}:{line}"
-    try:
-        return idempotency_key(header, fields)
-    except InvalidInput as error:
-        return error.field, error.problem
 
 
 @router.post(
@@ -125,8 +82,7 @@ def remember(
     """The same answer as `sgam remember --json`; a write the ledger refused is listed under
     `rejected` with the reason (FactConflict, TrustRejected). Retrying with the same
     Idempotency-Key answers what the first request wrote."""
-    fields = bind(key, body.model_dump(exclude_unset=True)) | {"actor": key.key_id}
-    return pipeline.remember(store, idempotency_key(idempotency, fields))
+    return operations.remember(store, key, body.model_dump(exclude_unset=True), idempotency)
 
 
 @router.get(
@@ -137,7 +93,7 @@ def remember(
 def list_episodes(
     key: Reader,
     store: Opened,
-    status: str | None = None,
+    status: EpisodeStatus | None = None,
     session_id: str | None = None,
     subject: str | None = None,
     limit: int = 100,

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
 
 import pipeline
-from pipeline.access.keys import ApiKey
+from pipeline.api import operations
 from pipeline.api.access import Reader, Reviewer, Writer, bind
 from pipeline.api.bodies import PutBody
 from pipeline.api.conventions import (
@@ -25,7 +25,6 @@ from pipeline.api.conventions import (
     idempotency_key,
     identifier,
 )
-from pipeline.api.problems import Forbidden
 from pipeline.api.routes.owned import require_owned
 from pipeline.ledger.results import PutResult
 from pipeline.read.context import Context
@@ -44,11 +43,6 @@ async def scope_query(
 
 
 Scope = Annotated[dict[str, str], Depends(scope_query)]
-
-
-def read_scope(key: ApiKey, subject: str, named: dict[str, str]) -> dict[str, object]:
-    """The scope of a read: the key's, the path's subject, what the query names."""
-    return bind(key, named) | {"subject": identifier("subject", subject, subject=True)}
 
 
 @router.put(
@@ -95,15 +89,20 @@ def get_facts(
 ) -> list[Fact]:
     """With a single-valued `attribute`, the ETag is the holding fact's version (`"0"`: none),
     the value to send in If-Match. `include_quarantined` needs the reviewer role."""
-    if include_quarantined and not key.allows("reviewer"):
-        raise Forbidden("include_quarantined needs the reviewer role")
-    query = read_scope(key, subject, named)
-    query |= given(attribute=attribute, at=at, known_at=known_at)
-    facts = pipeline.get(store, query | {"include_quarantined": include_quarantined})
+    found = operations.facts(
+        store,
+        key,
+        subject,
+        named,
+        attribute=attribute,
+        at=at,
+        known_at=known_at,
+        include_quarantined=include_quarantined,
+    )
     spec = store.catalog.attributes.get(attribute) if attribute is not None else None
     if spec is not None and spec.cardinality is Cardinality.ONE:
-        response.headers["ETag"] = etag(facts[0].version if facts else 0)
-    return facts
+        response.headers["ETag"] = etag(found[0].version if found else 0)
+    return found
 
 
 @router.get(
@@ -120,10 +119,9 @@ def get_history(
     known_at: Text = None,
     versions: bool = False,
 ) -> list[Fact]:
-    query = read_scope(key, subject, named)
-    query["attribute"] = identifier("attribute", attribute)
-    query |= given(known_at=known_at)
-    return pipeline.history(store, query, versions=versions)
+    return operations.history(
+        store, key, subject, attribute, named, known_at=known_at, versions=versions
+    )
 
 
 @router.get(
@@ -140,9 +138,7 @@ def get_context(
     budget_tokens: Text = None,
 ) -> Context:
     """`text` joins the items as a model would be given them."""
-    asked = read_scope(key, subject, named)
-    asked |= given(query=query, budget_tokens=budget_tokens)
-    return pipeline.assemble(store, asked)
+    return operations.context(store, key, subject, named, query=query, budget_tokens=budget_tokens)
 
 
 @router.post(

@@ -6,13 +6,13 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 import pipeline
-from pipeline.access.keys import ApiKey
+from pipeline.api import operations
 from pipeline.api.access import Reviewer, bind
 from pipeline.api.conventions import Opened, given, identifier
+from pipeline.api.operations import CandidateFilter
 from pipeline.api.problems import Forbidden
-from pipeline.api.routes.owned import require_owned
-from pipeline.db.store import Store
 from schemas.facts import Fact
+from schemas.lifecycle import CandidateStatus
 from schemas.results import Decided, LoggedDecision, StoredCandidate
 
 router = APIRouter(prefix="/v1", tags=["review"])
@@ -27,22 +27,11 @@ def list_candidates(
     key: Reviewer,
     store: Opened,
     subject: str | None = None,
-    status: str = "buffered",
+    status: CandidateFilter = CandidateStatus.BUFFERED,
     limit: int = 100,
 ) -> list[StoredCandidate]:
-    """`status`: buffered (default), promoted, confirmed, rejected, expired, reset, or all."""
-    query = bind(key, {}) | {"status": None if status == "all" else status, "limit": limit}
-    if subject is not None:
-        query["subject"] = identifier("subject", subject)
-    return pipeline.list_candidates(store, query)
-
-
-def _decide(verb: str, candidate_id: str, key: ApiKey, store: Store) -> Decided:
-    candidate_id = identifier("candidate_id", candidate_id)
-    require_owned(store, key, "candidate", candidate_id)
-    command = {"tenant_id": key.tenant_id, "candidate_id": candidate_id, "actor": key.key_id}
-    decided: Decided = getattr(pipeline, verb)(store, command)
-    return decided
+    """`status`: a candidate status (buffered by default), or all."""
+    return operations.candidates(store, key, subject=subject, status=status, limit=limit)
 
 
 @router.post(
@@ -52,7 +41,7 @@ def _decide(verb: str, candidate_id: str, key: ApiKey, store: Store) -> Decided:
 )
 def confirm(candidate_id: str, key: Reviewer, store: Opened) -> Decided:
     """409 when the candidate is no longer buffered, or the ledger refuses the fact."""
-    return _decide("confirm", candidate_id, key, store)
+    return operations.decide(store, key, "confirm", candidate_id)
 
 
 @router.post(
@@ -61,7 +50,7 @@ def confirm(candidate_id: str, key: Reviewer, store: Opened) -> Decided:
     response_model=Decided,
 )
 def reject(candidate_id: str, key: Reviewer, store: Opened) -> Decided:
-    return _decide("reject", candidate_id, key, store)
+    return operations.decide(store, key, "reject", candidate_id)
 
 
 @router.get(

@@ -5,15 +5,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-import pipeline
+from pipeline.api import operations
 from pipeline.api.access import Admin
-from pipeline.api.conventions import (
-    IdempotencyHeader,
-    Opened,
-    idempotency_key,
-    identifier,
-)
-from pipeline.api.problems import Forbidden
+from pipeline.api.conventions import IdempotencyHeader, Opened
 from pipeline.ledger.forget import ForgetResult
 
 router = APIRouter(prefix="/v1", tags=["subjects"])
@@ -32,12 +26,4 @@ def forget(
     idempotency: IdempotencyHeader = None,
 ) -> ForgetResult:
     """Forgetting spans every agent and purpose of the tenant, so a key bound to one may not."""
-    if key.agent_id is not None or key.purpose is not None:
-        raise Forbidden("forgetting spans every agent and purpose; this key is bound to one")
-    command = {
-        "tenant_id": key.tenant_id,
-        "subject": identifier("subject", subject, subject=True),
-        "purge": purge,
-        "actor": key.key_id,
-    }
-    return pipeline.forget(store, idempotency_key(idempotency, command))
+    return operations.forget(store, key, subject, purge=purge, idempotency=idempotency)

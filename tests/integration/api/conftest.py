@@ -1,5 +1,6 @@
 """The HTTP service under test: `sgam serve` started as a separate process on a free loopback
-port, on a PostgreSQL database of its own and Redis database 11; tests talk to it over HTTP.
+port (`tests/integration/server_helpers.py`), on a PostgreSQL database of its own and the Redis
+database SGAM_TEST_API_REDIS_URL names; tests talk to it over HTTP.
 
 Tests share one server per module and keep apart by tenant: every test makes its own tenant
 (`tenant` fixture) and keys for it (`keys`).
@@ -7,109 +8,31 @@ Tests share one server per module and keep apart by tenant: every test makes its
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
 import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
-import httpx2
 import pytest
 import redis
-from sqlalchemy import create_engine, make_url, text
 
 from pipeline.access.keys import create_key
 from pipeline.db.store import Store, open_store
 from pipeline.settings import Settings
-from tests.conftest import _create_database as create_database
-
-REDIS_URL = os.environ.get("SGAM_TEST_API_REDIS_URL", "redis://127.0.0.1:6379/11")
-SGAM = str(Path(sys.executable).with_name("sgam"))
-# Tables a tenant's writes land in: "nothing written" means none of them gained a row.
-WRITTEN_TO = ("episodes", "facts", "claims", "events", "idempotency_keys", "candidates")
-
-
-@dataclass
-class Server:
-    url: str
-    database_url: str
-    process: subprocess.Popen[bytes]
-    log: Path
-
-    def client(self, secret: str | None = None, **options: Any) -> httpx2.Client:
-        headers = {"Authorization": f"Bearer {secret}"} if secret else {}
-        return httpx2.Client(base_url=self.url, headers=headers, timeout=30, **options)
-
-    def logs(self) -> str:
-        return self.log.read_text(errors="replace")[-4000:]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def start_server(database_url: str, workdir: Path, *options: str, **settings: str) -> Server:
-    port = free_port()
-    env = {
-        **os.environ,
-        "SGAM_DATABASE_URL": database_url,
-        "SGAM_REDIS_URL": REDIS_URL,
-        "SGAM_API_RATE_PER_S": "100000",
-        "SGAM_API_RATE_BURST": "100000",
-        **settings,
-    }
-    if "SGAM_BROKER_URL" not in settings:
-        env.pop("SGAM_BROKER_URL", None)  # inline mode unless a test names a broker
-    log = workdir / f"server-{port}.log"
-    with open(log, "wb") as out:
-        process = subprocess.Popen(
-            [SGAM, "serve", "--port", str(port), "--log-level", "warning", *options],
-            env=env,
-            cwd=workdir,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    server = Server(f"http://127.0.0.1:{port}", database_url, process, log)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"sgam serve exited with {process.returncode}\n{server.logs()}")
-        try:
-            if httpx2.get(server.url + "/healthz", timeout=1).status_code == 200:
-                return server
-        except httpx2.TransportError:
-            time.sleep(0.1)
-    stop_server(server)
-    raise AssertionError(f"sgam serve did not answer within 60 s\n{server.logs()}")
-
-
-def stop_server(server: Server) -> None:
-    server.process.terminate()
-    try:
-        server.process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        server.process.kill()
-        server.process.wait(timeout=10)
+from tests.integration.server_helpers import (
+    REDIS_URL,
+    Keys,
+    Server,
+    migrated_database,
+    start_server,
+    stop_server,
+)
 
 
 @pytest.fixture(scope="session")
 def api_database(postgres_url: str) -> str:
     """A migrated database of the HTTP tests' own, kept for the session: tests keep apart by
     tenant."""
-    url = make_url(postgres_url)
-    own = url.set(database=f"{url.database}_http").render_as_string(hide_password=False)
-    create_database(own)
-    store = Store(Settings(database_url=own))
-    store.upgrade()
-    store.dispose()
+    own = migrated_database(postgres_url, "http")
     client = redis.Redis.from_url(REDIS_URL)
     client.flushdb()
     client.close()
@@ -136,9 +59,6 @@ def tenant() -> str:
     return f"t-{uuid.uuid4().hex[:12]}"
 
 
-Keys = Callable[..., str]
-
-
 @pytest.fixture
 def keys(store: Store, tenant: str) -> Keys:
     """`keys("writer")`: the secret of a new key of the test's tenant with that role."""
@@ -148,40 +68,3 @@ def keys(store: Store, tenant: str) -> Keys:
         return create_key(store, fields)[1]
 
     return make
-
-
-def rows_of(database_url: str, tenant: str) -> dict[str, int]:
-    """How many rows the tenant has in each table a write could touch."""
-    engine = create_engine(database_url)
-    try:
-        with engine.connect() as connection:
-            return {
-                table: int(
-                    connection.execute(
-                        text(f"SELECT count(*) FROM {table} WHERE tenant_id = :tenant"),
-                        {"tenant": tenant},
-                    ).scalar_one()
-                )
-                for table in WRITTEN_TO
-            }
-    finally:
-        engine.dispose()
-
-
-def fact_body(**overrides: Any) -> dict[str, Any]:
-    return {
-        "subject": "mira",
-        "attribute": "home_city",
-        "value": "Utrecht",
-        "valid_from": "2026-01-01T00:00:00Z",
-        "source_episode_id": "e1",
-    } | overrides
-
-
-def episode_body(text: str = "my home city is Utrecht", **overrides: Any) -> dict[str, Any]:
-    return {
-        "subject": "mira",
-        "session_id": "s1",
-        "occurred_at": "2026-06-01T10:00:00+02:00",
-        "text": text,
-    } | overrides

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.integration.api.conftest import Keys, Server, episode_body, fact_body, rows_of
+from tests.integration.server_helpers import Keys, Server, episode_body, fact_body, rows_of
 
 pytestmark = pytest.mark.postgres
 

@@ -15,7 +15,7 @@ import pytest
 
 from pipeline.access.keys import create_key
 from pipeline.db.store import Store
-from tests.integration.api.conftest import (
+from tests.integration.server_helpers import (
     REDIS_URL,
     SGAM,
     Keys,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.api.conftest import Keys, Server, episode_body, fact_body
+from tests.integration.server_helpers import Keys, Server, episode_body, fact_body
 
 pytestmark = pytest.mark.postgres
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from pipeline.access.keys import create_key
 from pipeline.db.store import Store
-from tests.integration.api.conftest import Keys, Server, episode_body, fact_body
+from tests.integration.server_helpers import Keys, Server, episode_body, fact_body
 
 pytestmark = pytest.mark.postgres
 

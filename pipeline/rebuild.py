@@ -9,25 +9,54 @@ database can be replayed again and still shows where every fact came from.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import func, insert, select, text
 
-# Every module that registers an event kind, so that the registry is complete here: the
-# ledger's own, the recurrence buffer's, and the pipeline's audit records.
-from pipeline import consolidation  # noqa: F401
-from pipeline.buffer import candidates  # noqa: F401
+from pipeline.buffer.candidates import apply_buffered, apply_decided, apply_supported
 from pipeline.db.migrations import HEAD
 from pipeline.db.models import EPISODES, ClaimRow, EventRow, FactRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
-from pipeline.episodes import process  # noqa: F401
 from pipeline.errors import InvalidInput
-from pipeline.ledger import expire, forget, promote, write  # noqa: F401
-from pipeline.ledger.events import kind_of, parse_payload
+from pipeline.ledger.expire import apply_expiry
+from pipeline.ledger.forget import apply_forget
 from pipeline.ledger.log import EVENT_COLUMNS
+from pipeline.ledger.promote import apply_promotion
+from pipeline.ledger.write import store_claim
+from schemas.event_kinds import parse_payload
+from schemas.lifecycle import EventKind
+
+Apply = Callable[[Unit, Any], object]
+
+# How replay re-applies each kind that changed state of its own. Every other kind is only
+# copied: its effect is re-derived from the event that caused it (a supersede, a refusal), or
+# it is an audit record (an episode's decisions, a consolidation report).
+APPLY: dict[EventKind, Apply] = {
+    EventKind.WRITE: store_claim,
+    EventKind.RESTATE: store_claim,
+    EventKind.QUARANTINE: store_claim,
+    EventKind.PROMOTE: apply_promotion,
+    EventKind.EXPIRE: apply_expiry,
+    EventKind.FORGET: apply_forget,
+    EventKind.PURGE: apply_forget,
+    EventKind.CANDIDATE_BUFFERED: apply_buffered,
+    EventKind.CANDIDATE_SUPPORTED: apply_supported,
+    EventKind.CANDIDATE_PROMOTED: apply_decided,
+    EventKind.CANDIDATE_CONFIRMED: apply_decided,
+    EventKind.CANDIDATE_REJECTED: apply_decided,
+    EventKind.CANDIDATE_EXPIRED: apply_decided,
+    EventKind.CANDIDATE_RESET: apply_decided,
+}
+COPIED = frozenset(EventKind) - set(APPLY)
+
+
+def replayed(kind: str) -> bool:
+    """Whether replay re-applies events of `kind` (else it only copies them)."""
+    return EventKind(kind) in APPLY
+
 
 BATCH = 500
 # Refresh planner statistics every this many batches during a rebuild (what autovacuum does).
@@ -97,12 +126,12 @@ def _prepare(target: Store) -> None:
 
 
 def apply_event(unit: Unit, kind_name: str, stored: dict[str, Any] | None) -> bool:
-    """Re-apply one logged event through its registered kind; False when it changes nothing."""
-    kind = kind_of(kind_name)
-    payload = parse_payload(kind, stored)
-    if kind.apply is None or payload is None:
+    """Re-apply one logged event through its kind; False when it changes nothing."""
+    payload = parse_payload(kind_name, stored)
+    apply = APPLY.get(EventKind(kind_name))
+    if apply is None or payload is None:
         return False
-    kind.apply(unit, payload)
+    apply(unit, payload)
     return True
 
 

@@ -1,0 +1,191 @@
+"""What a key may do, one function per operation, shared by every door that takes API keys:
+the HTTP routes and the MCP tools call these, so both authorise, bind the scope, record the
+key as the actor and answer alike. Each takes the store, the caller's key and the inputs
+already parsed from its transport, and returns the pipeline's result model (the same the
+Python API returns and the command line prints; its JSON form is the answer). Role checks
+stay with each door (a route's dependency, a tool's listing); what follows from the key's
+binding is checked here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+import pipeline
+from pipeline.access.keys import ApiKey
+from pipeline.api.access import bind
+from pipeline.api.bodies import EpisodeBody
+from pipeline.api.conventions import given, idempotency_key, identifier
+from pipeline.api.problems import Forbidden
+from pipeline.api.routes.owned import require_owned
+from pipeline.db.store import Store
+from pipeline.errors import InvalidInput, InvalidLines
+from pipeline.hot_path import Remembered
+from pipeline.ledger.forget import ForgetResult
+from pipeline.read.context import Context
+from pipeline.validation import invalid_field
+from schemas.facts import Fact
+from schemas.lifecycle import CandidateStatus, ReceiptStatus
+from schemas.results import Decided, IngestReport, StoredCandidate
+
+Json = dict[str, Any]
+CandidateFilter = CandidateStatus | Literal["all"]
+
+
+def _read_scope(key: ApiKey, subject: str, named: Mapping[str, Any]) -> dict[str, Any]:
+    """The scope of a read: the key's, the subject, the tenant/agent/purpose the caller named
+    (each checked like an identifier)."""
+    checked = {name: identifier(name, value) for name, value in given(**named).items()}
+    return bind(key, checked) | {"subject": identifier("subject", subject, subject=True)}
+
+
+def remember(
+    store: Store, key: ApiKey, body: Mapping[str, Any], idempotency: str | None = None
+) -> Remembered:
+    """The hot path; `body` holds the fields the caller set (a RememberBody's)."""
+    fields = bind(key, body) | {"actor": key.key_id}
+    return pipeline.remember(store, idempotency_key(idempotency, fields))
+
+
+def ingest(
+    store: Store, key: ApiKey, sent: Any, idempotency: str | None = None
+) -> tuple[IngestReport, bool]:
+    """One episode object or a list of them; all are checked first and one invalid episode
+    stores nothing. With `idempotency`, a batch's episodes get the keys KEY:1, KEY:2, ...
+    Returns the answer and whether the workers have episodes to process."""
+    single = isinstance(sent, dict)
+    items = [sent] if single else sent
+    if not isinstance(items, list) or not items:
+        raise InvalidInput("body", "must be an episode object or a non-empty list of them")
+    limit = store.settings.api_max_batch
+    if len(items) > limit:
+        raise InvalidInput("body", f"has {len(items)} episodes; at most {limit} per request")
+    episodes: list[Json] = []
+    bad: list[tuple[int, str, str]] = []
+    for line, item in enumerate(items, 1):
+        episode = _episode(key, item, idempotency, None if single else line)
+        if isinstance(episode, tuple):
+            bad.append((line, *episode))
+        else:
+            episodes.append(episode)
+    if bad:
+        raise InvalidLines(bad)
+    report = pipeline.ingest(store, episodes)
+    return report, any(receipt.status == ReceiptStatus.QUEUED for receipt in report.receipts)
+
+
+def _episode(
+    key: ApiKey, item: Any, header: str | None, line: int | None
+) -> Json | tuple[str, str]:
+    """The episode as the pipeline takes it, or (field, problem). A tenant, agent or purpose
+    other than the key's is refused at once (403)."""
+    try:
+        body = EpisodeBody.model_validate(item)
+    except ValidationError as exc:
+        error = invalid_field(exc.errors()[0])
+        return error.field, error.problem
+    fields = bind(key, body.model_dump(exclude_unset=True)) | {"actor": key.key_id}
+    if header is not None and line is not None:
+        if body.model_dump().get("idempotency_key") is not None:
+            return "idempotency_key", "give it per episode or in the Idempotency-Key header"
+        header = f"{header}:{line}"
+    try:
+        return idempotency_key(header, fields)
+    except InvalidInput as error:
+        return error.field, error.problem
+
+
+def facts(
+    store: Store,
+    key: ApiKey,
+    subject: str,
+    named: Mapping[str, Any],
+    *,
+    attribute: str | None = None,
+    at: str | None = None,
+    known_at: str | None = None,
+    include_quarantined: bool = False,
+) -> list[Fact]:
+    """What holds for `subject` at valid time `at`, as believed at `known_at`."""
+    if include_quarantined and not key.allows("reviewer"):
+        raise Forbidden("include_quarantined needs the reviewer role")
+    query = _read_scope(key, subject, named) | given(attribute=attribute, at=at, known_at=known_at)
+    return pipeline.get(store, query | {"include_quarantined": include_quarantined})
+
+
+def history(
+    store: Store,
+    key: ApiKey,
+    subject: str,
+    attribute: str,
+    named: Mapping[str, Any],
+    *,
+    known_at: str | None = None,
+    versions: bool = False,
+) -> list[Fact]:
+    query = _read_scope(key, subject, named) | {"attribute": identifier("attribute", attribute)}
+    query |= given(known_at=known_at)
+    return pipeline.history(store, query, versions=versions)
+
+
+def context(
+    store: Store,
+    key: ApiKey,
+    subject: str,
+    named: Mapping[str, Any],
+    *,
+    query: str | None = None,
+    budget_tokens: int | str | None = None,
+) -> Context:
+    """The cited context block; `text` joins the items as a model would be given them."""
+    asked = _read_scope(key, subject, named) | given(query=query, budget_tokens=budget_tokens)
+    return pipeline.assemble(store, asked)
+
+
+def candidates(
+    store: Store,
+    key: ApiKey,
+    *,
+    subject: str | None = None,
+    status: CandidateFilter = CandidateStatus.BUFFERED,
+    limit: int = 100,
+) -> list[StoredCandidate]:
+    """The recurrence buffer; `status` "all" lists every state."""
+    query = bind(key, {}) | {"status": None if status == "all" else status, "limit": limit}
+    if subject is not None:
+        query["subject"] = identifier("subject", subject)
+    return pipeline.list_candidates(store, query)
+
+
+def decide(
+    store: Store, key: ApiKey, verb: Literal["confirm", "reject"], candidate_id: str
+) -> Decided:
+    """Confirm or reject a buffered candidate of the key's scope."""
+    candidate_id = identifier("candidate_id", candidate_id)
+    require_owned(store, key, "candidate", candidate_id)
+    command = {"tenant_id": key.tenant_id, "candidate_id": candidate_id, "actor": key.key_id}
+    decided: Decided = getattr(pipeline, verb)(store, command)
+    return decided
+
+
+def forget(
+    store: Store,
+    key: ApiKey,
+    subject: str,
+    *,
+    purge: bool = False,
+    idempotency: str | None = None,
+) -> ForgetResult:
+    """Forgetting spans every agent and purpose of the tenant, so a key bound to one may not."""
+    if key.agent_id is not None or key.purpose is not None:
+        raise Forbidden("forgetting spans every agent and purpose; this key is bound to one")
+    command = {
+        "tenant_id": key.tenant_id,
+        "subject": identifier("subject", subject, subject=True),
+        "purge": purge,
+        "actor": key.key_id,
+    }
+    return pipeline.forget(store, idempotency_key(idempotency, command))

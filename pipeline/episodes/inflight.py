@@ -1,0 +1,154 @@
+"""Model extractions of a claimed batch in flight together, each committed when its answer is in.
+
+A model call is I/O: the worker process waits for the endpoint, not for its CPU. So each
+process keeps up to `SGAM_LLM_CONCURRENCY` calls in flight on a thread pool of its own (the
+HTTP client and its connections are shared, `extract.llm.shared_client`), and commits what has
+come back while the rest are still out: one slow answer never holds a finished one hostage.
+Threads rather than asyncio because the store, the policy and the ledger are synchronous
+SQLAlchemy, and measured, a thread per call costs less than a millisecond of CPU
+(bench/README.md, "The LLM lane"). The database work stays on the calling thread; the pool
+threads only ask the model and run the guards.
+
+While the calls are out, a `LeaseKeeper` thread renews the claim's lease on every episode not
+yet finished, so a slow model never lets the sweeper hand a claimed episode to another worker
+(whose fencing would then throw this answer away).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from datetime import timedelta
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import tuple_, update
+
+from pipeline.db.models import EpisodeRow
+from pipeline.db.store import Store
+from pipeline.db.unit import Unit
+from pipeline.episodes.dispatch import EpisodeKey
+from schemas.lifecycle import EpisodeStatus
+
+if TYPE_CHECKING:
+    from pipeline.episodes.process import Claimed, Extracted, Outcome
+
+_pools: dict[int, ThreadPoolExecutor] = {}
+_pools_lock = threading.Lock()
+
+
+def model_pool(size: int) -> ThreadPoolExecutor:
+    """This process's pool for model calls (a forked child builds its own)."""
+    pid = os.getpid()
+    pool = _pools.get(pid)
+    if pool is None:
+        with _pools_lock:
+            pool = _pools.get(pid)
+            if pool is None:
+                pool = _pools[pid] = ThreadPoolExecutor(size, thread_name_prefix="sgam-llm")
+    return pool
+
+
+def run_in_flight(
+    store: Store,
+    claimed: Sequence[Claimed],
+    prepare: Callable[[Claimed], Callable[[], Extracted]],
+    commit: Callable[[list[Claimed], dict[EpisodeKey, Extracted]], dict[EpisodeKey, Outcome]],
+) -> dict[EpisodeKey, Outcome]:
+    """Run `prepare(item)()` for every claimed episode on the pool — `prepare` on this thread
+    (it may read the database), the work it returns on the pool — and `commit` each group of
+    episodes whose answers are in, on this thread, while the lease of the others is kept."""
+    pool = model_pool(store.settings.llm_concurrency)
+    keeper = LeaseKeeper(store, {item.key: item.attempt for item in claimed})
+    futures: dict[Future[Extracted], Claimed] = {}
+    outcomes: dict[EpisodeKey, Outcome] = {}
+    with keeper:
+        try:
+            for item in claimed:
+                futures[pool.submit(_returning_errors(prepare, item))] = item
+            waiting = set(futures)
+            while waiting:
+                done, waiting = wait(waiting, return_when=FIRST_COMPLETED)
+                finished = [futures[future] for future in done]
+                results = {futures[future].key: future.result() for future in done}
+                keeper.release(results)
+                outcomes |= commit(finished, results)
+        finally:
+            for future in futures:
+                future.cancel()  # a commit failed: the unsent calls are the sweeper's again
+    return outcomes
+
+
+def _returning_errors(
+    prepare: Callable[[Claimed], Callable[[], Extracted]], item: Claimed
+) -> Callable[[], Extracted]:
+    """The work for `item`, which returns its error instead of raising it: the commit records
+    it on the episode, which stays retryable."""
+    try:
+        work = prepare(item)
+    except Exception as error:
+        failed = error
+        return lambda: failed
+
+    def run() -> Extracted:
+        try:
+            return work()
+        except Exception as error:
+            return error
+
+    return run
+
+
+class LeaseKeeper:
+    """Renews the lease of the episodes a claim still waits on, every third of a lease."""
+
+    def __init__(self, store: Store, held: dict[EpisodeKey, int]) -> None:
+        self._store = store
+        self._held = dict(held)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._interval = store.settings.episode_lease_s / 3
+        self._thread = threading.Thread(target=self._run, name="sgam-lease", daemon=True)
+        self.renewals = 0
+
+    def __enter__(self) -> LeaseKeeper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def release(self, keys: Sequence[EpisodeKey] | dict[EpisodeKey, Any]) -> None:
+        with self._lock:
+            for key in keys:
+                self._held.pop(key, None)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            with self._lock:
+                held = [(*key, attempt) for key, attempt in self._held.items()]
+            if not held:
+                continue
+            try:
+                self._store.run(partial(renew, held=held))
+                self.renewals += 1
+            except Exception:  # the store is down: try again next time; the lease may lapse
+                continue
+
+
+def renew(unit: Unit, *, held: list[tuple[str, str, int]]) -> int:
+    """Extend the lease of the episodes this claim (tenant, id, attempt) still holds."""
+    lease_until = unit.clock() + timedelta(seconds=unit.settings.episode_lease_s)
+    result = unit.session.execute(
+        update(EpisodeRow)
+        .where(
+            tuple_(EpisodeRow.tenant_id, EpisodeRow.episode_id, EpisodeRow.attempts).in_(held),
+            EpisodeRow.status == EpisodeStatus.PROCESSING,
+        )
+        .values(lease_until=lease_until)
+        .execution_options(synchronize_session=False)
+    )
+    return int(getattr(result, "rowcount", 0))

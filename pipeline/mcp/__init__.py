@@ -1,0 +1,1 @@
+"""SGAM over the Model Context Protocol: `sgam mcp` (stdio) and `/mcp` on `sgam serve`."""

@@ -1,0 +1,27 @@
+"""The MCP server as streamable HTTP at `/mcp` of the HTTP service.
+
+Stateless, with JSON answers: each POST carries one JSON-RPC message and is authenticated on
+its own by the service's middleware (`Authorization: Bearer KEY`, the rate limit, the body
+limits), so no MCP session can outlive its key or be picked up with another one.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from starlette.routing import Route
+
+from pipeline.db.store import Store
+from pipeline.mcp import server
+
+PATH = "/mcp"
+
+
+def mount(app: FastAPI, store: Store) -> StreamableHTTPSessionManager:
+    """Add `/mcp` to `app`; the caller runs the returned manager in the app's lifespan."""
+
+    manager = StreamableHTTPSessionManager(
+        app=server.build(store, server.request_key), stateless=True, json_response=True
+    )
+    app.router.routes.append(Route(PATH, endpoint=StreamableHTTPASGIApp(manager)))
+    return manager

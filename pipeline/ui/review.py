@@ -1,0 +1,136 @@
+"""Sign in and out, the recurrence buffer (Confirm, Reject) and the quarantine (Promote).
+
+Every action calls the same pipeline function as its REST route, with the session key's id as
+the actor, after the same role and ownership checks."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+import pipeline
+from pipeline.access.keys import authenticate
+from pipeline.api.access import bind
+from pipeline.api.conventions import identifier
+from pipeline.api.routes.owned import require_owned
+from pipeline.policy.explain import review_candidates
+from pipeline.ui import render, sessions
+from pipeline.ui.render import need, page, paging, posted, signed_in
+
+router = APIRouter()
+
+
+@router.get("/", include_in_schema=False)
+def home(request: Request) -> Response:
+    signed_in(request)
+    return RedirectResponse("/ui/candidates", status_code=303)
+
+
+@router.get("/sign-in", response_class=HTMLResponse)
+def sign_in_form(request: Request, refused: str | None = None) -> Response:
+    nonce = sessions.ensure_nonce(request)
+    response = page(
+        request,
+        "sign_in.html",
+        None,
+        status=401 if refused else 200,
+        csrf=sessions.csrf_token(request, render.signer_of(request)),
+        refused=refused,
+    )
+    if nonce is not None:
+        sessions.set_cookie(response, request, sessions.NONCE, nonce, max_age=3600)
+    return response
+
+
+@router.post("/sign-in")
+async def sign_in(request: Request) -> Response:
+    fields = await posted(request, signed_in=False)
+    store = render.store_of(request)
+    found = await run_in_threadpool(authenticate, store, fields.get("api_key", "").strip())
+    if isinstance(found, str):
+        return render.back_to("/ui/sign-in", refused=found)
+    signer = render.signer_of(request)
+    response = render.back_to("/ui/candidates" if found.allows("reviewer") else "/ui/subjects")
+    sessions.set_cookie(
+        response,
+        request,
+        sessions.SESSION,
+        signer.session_for(found),
+        max_age=int(signer.lifetime_s),
+    )
+    response.delete_cookie(sessions.NONCE, path="/ui")
+    return response
+
+
+@router.post("/sign-out")
+async def sign_out(request: Request) -> Response:
+    await posted(request)
+    response = render.back_to("/ui/sign-in")
+    response.delete_cookie(sessions.SESSION, path="/ui")
+    return response
+
+
+@router.get("/candidates", response_class=HTMLResponse)
+def candidates(request: Request, subject: str | None = None) -> Response:
+    key = signed_in(request)
+    need(key, "reviewer")
+    at = paging(request)
+    query = bind(key, {}) | {"limit": at.size + 1}
+    if subject:
+        query["subject"] = identifier("subject", subject)
+    found, more = at.window(review_candidates(render.store_of(request), query, offset=at.offset))
+    return page(
+        request, "candidates.html", key, reviews=found, paging=at, more=more, subject=subject
+    )
+
+
+@router.post("/candidates/{candidate_id}/{verb}")
+async def decide(request: Request, candidate_id: str, verb: str) -> Response:
+    key = signed_in(request)
+    await posted(request)
+    need(key, "reviewer")
+    if verb not in ("confirm", "reject"):
+        raise pipeline.NotFound(f"no action {verb}")
+    store = render.store_of(request)
+    candidate_id = identifier("candidate_id", candidate_id)
+
+    def work() -> str:
+        require_owned(store, key, "candidate", candidate_id)
+        command = {"tenant_id": key.tenant_id, "candidate_id": candidate_id, "actor": key.key_id}
+        result = getattr(pipeline, verb)(store, command)
+        return str(result.status)
+
+    status = await run_in_threadpool(work)
+    return render.back_to("/ui/candidates", done=f"candidate {candidate_id} {status}")
+
+
+@router.get("/quarantine", response_class=HTMLResponse)
+def quarantine(request: Request, subject: str | None = None) -> Response:
+    key = signed_in(request)
+    need(key, "reviewer")
+    at = paging(request)
+    query = bind(key, {}) | {"limit": at.offset + at.size + 1}
+    if subject:
+        query["subject"] = identifier("subject", subject)
+    listed = pipeline.list_quarantined(render.store_of(request), query)
+    found, more = at.window(listed[at.offset :])
+    return page(request, "quarantine.html", key, facts=found, paging=at, more=more, subject=subject)
+
+
+@router.post("/facts/{fact_id}/promote")
+async def promote(request: Request, fact_id: str) -> Response:
+    key = signed_in(request)
+    await posted(request)
+    need(key, "reviewer")
+    store = render.store_of(request)
+    fact_id = identifier("fact_id", fact_id)
+
+    def work() -> None:
+        require_owned(store, key, "fact", fact_id)
+        pipeline.promote(
+            store, {"tenant_id": key.tenant_id, "fact_id": fact_id, "actor": key.key_id}
+        )
+
+    await run_in_threadpool(work)
+    return render.back_to("/ui/quarantine", done=f"fact {fact_id} promoted")

@@ -1,0 +1,82 @@
+"""Browser tests: Debian's Chromium (`tests/integration/browser_helpers.py`) against a real
+`sgam serve` on a PostgreSQL database of their own (`<test database>_ui`).
+
+One server and one browser for the whole directory; every test gets a fresh browser context
+(no cookies carried over), its own tenant and keys, and leaves a screenshot of where it ended in
+SGAM_TEST_SCREENSHOTS (`build/screenshots`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page
+
+from pipeline.access.keys import create_key
+from pipeline.db.store import Store, open_store
+from pipeline.settings import Settings
+from tests.integration.browser_helpers import chromium, screenshot
+from tests.integration.server_helpers import (
+    Keys,
+    Server,
+    migrated_database,
+    start_server,
+    stop_server,
+)
+
+WIDE = {"width": 1280, "height": 900}
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    with chromium() as launched:
+        yield launched
+
+
+@pytest.fixture(scope="session")
+def ui_database(postgres_url: str) -> str:
+    return migrated_database(postgres_url, "ui")
+
+
+@pytest.fixture(scope="session")
+def server(ui_database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    started = start_server(ui_database, tmp_path_factory.mktemp("ui"))
+    yield started
+    stop_server(started)
+
+
+@pytest.fixture(scope="session")
+def store(ui_database: str) -> Iterator[Store]:
+    """The server's database, for making keys and setting up what the pages show."""
+    opened = open_store(Settings(database_url=ui_database))
+    yield opened
+    opened.dispose()
+
+
+@pytest.fixture
+def tenant() -> str:
+    return f"t-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def keys(store: Store, tenant: str) -> Keys:
+    """`keys("reviewer")`: the secret of a new key of the test's tenant with that role."""
+
+    def make(role: str, **options: Any) -> str:
+        fields = {"tenant_id": options.pop("tenant_id", tenant), "role": role} | options
+        return create_key(store, fields)[1]
+
+    return make
+
+
+@pytest.fixture
+def page(browser: Browser, server: Server, request: pytest.FixtureRequest) -> Iterator[Page]:
+    """A page in a fresh context, 1280 px wide, whose relative URLs go to the server."""
+    context = browser.new_context(base_url=server.url, viewport=WIDE)
+    opened = context.new_page()
+    yield opened
+    screenshot(opened, f"{request.node.name}-end")
+    context.close()

@@ -1,0 +1,137 @@
+"""The review pages in a real browser against a real `sgam serve` on PostgreSQL: a reviewer
+confirms, rejects and promotes, an admin forgets, and what they did is seen through the REST
+API with the key's id as the actor. Every test ends with a screenshot in build/screenshots."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.integration.api_setup import buffered, facts_of, ingest, key_id, log_of, put_fact
+from tests.integration.browser_helpers import screenshot, sign_in
+from tests.integration.server_helpers import Keys, Server, episode_body
+
+pytestmark = [pytest.mark.browser, pytest.mark.postgres]
+SIGN_IN = re.compile(r".*/ui/sign-in$")
+
+
+def test_sign_in_sets_a_strict_http_only_cookie_and_sign_out_ends_it(
+    page: Page, keys: Keys
+) -> None:
+    page.goto("/ui/candidates")
+    expect(page).to_have_url(SIGN_IN)  # signed out: sent here
+    page.get_by_label("API key").fill("sgam_0000000000000000_" + "x" * 43)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("alert")).to_contain_text("not valid")
+
+    reviewer = keys("reviewer")
+    sign_in(page, reviewer)
+    expect(page.get_by_role("heading", name="Candidates", level=1)).to_be_visible()
+    session = next(c for c in page.context.cookies() if c["name"] == "sgam_ui")
+    assert session["httpOnly"] is True
+    assert session["sameSite"] == "Strict"
+    assert session["secure"] is False  # plain HTTP here; Secure is set behind HTTPS
+    assert reviewer not in session["value"]  # the cookie names the key, never its secret
+    screenshot(page, "signed-in")
+
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_role("button", name="Sign in")).to_be_visible()
+    page.goto("/ui/candidates")
+    expect(page).to_have_url(SIGN_IN)
+
+
+def test_confirming_a_candidate_makes_it_a_fact_with_the_key_as_actor(
+    page: Page, server: Server, keys: Keys
+) -> None:
+    writer, reviewer = keys("writer"), keys("reviewer")
+    ingest(server, writer, episode_body("I prefer concise answers.", session_id="chat-1"))
+    sign_in(page, reviewer)
+    card = page.get_by_role("article").filter(has_text="answer_style")
+    expect(card).to_contain_text("2 sessions within 30 days")
+    expect(card).to_contain_text("1 of 2")
+    expect(card.locator("mark")).to_have_text("I prefer concise answers.")  # the evidence
+    screenshot(page, "candidates-before-confirm")
+
+    card.get_by_role("button", name="Confirm").click()
+    expect(page.get_by_role("status")).to_contain_text("confirmed")
+    expect(page.get_by_text("No candidate waits")).to_be_visible()
+
+    with server.client(reviewer) as api:
+        facts = api.get("/v1/subjects/mira/facts", params={"attribute": "answer_style"}).json()
+    assert [(f["value"], f["trust"]) for f in facts] == [("concise", "user_confirmed")]
+    confirmed = [e for e in log_of(server, reviewer) if e["kind"] == "candidate_confirmed"]
+    assert [e["actor"] for e in confirmed] == [key_id(reviewer)]
+
+
+def test_rejecting_a_candidate_drops_it(page: Page, server: Server, keys: Keys) -> None:
+    writer, reviewer = keys("writer"), keys("reviewer")
+    ingest(server, writer, episode_body("Please contact me by email.", session_id="chat-1"))
+    (waiting,) = buffered(server, reviewer)
+    assert waiting["attribute"] == "contact_channel"
+    sign_in(page, reviewer)
+    card = page.get_by_role("article").filter(has_text="contact_channel")
+    expect(card).to_contain_text("waits for a confirmation")
+    card.get_by_role("button", name="Reject").click()
+    expect(page.get_by_role("status")).to_contain_text("rejected")
+    assert buffered(server, reviewer) == []
+    with server.client(reviewer) as api:
+        rejected = api.get("/v1/candidates", params={"status": "rejected"}).json()
+        facts = api.get("/v1/subjects/mira/facts").json()
+    assert [c["candidate_id"] for c in rejected] == [waiting["candidate_id"]]
+    assert facts == []
+    rejections = [e for e in log_of(server, reviewer) if e["kind"] == "candidate_rejected"]
+    assert [e["actor"] for e in rejections] == [key_id(reviewer)]
+
+
+def test_promoting_a_quarantined_fact_releases_it(page: Page, server: Server, keys: Keys) -> None:
+    writer, reviewer = keys("writer"), keys("reviewer")
+    (episode_id,) = ingest(
+        server, writer, episode_body("my home city is Utrecht", source="tool_result")
+    )
+    sign_in(page, reviewer)
+    page.get_by_role("link", name="Quarantine").click()
+    card = page.get_by_role("article").filter(has_text="home_city")
+    expect(card).to_contain_text("untrusted")
+    expect(card.get_by_role("link", name=episode_id)).to_be_visible()  # the source episode
+    expect(card.locator("mark")).to_have_text("my home city is Utrecht")
+    screenshot(page, "quarantine")
+    card.get_by_role("button", name="Promote").click()
+    expect(page.get_by_role("status")).to_contain_text("promoted")
+    expect(page.get_by_text("Nothing is quarantined")).to_be_visible()
+
+    with server.client(reviewer) as api:
+        facts = api.get("/v1/subjects/mira/facts", params={"attribute": "home_city"}).json()
+    assert [(f["value"], f["status"]) for f in facts] == [("Utrecht", "active")]
+    promotions = [e for e in log_of(server, reviewer) if e["kind"] == "promote"]
+    assert [e["actor"] for e in promotions] == [key_id(reviewer)]
+
+
+def test_an_admin_forgets_a_subject_after_typing_its_name(
+    page: Page, server: Server, keys: Keys
+) -> None:
+    admin = keys("admin")
+    put_fact(
+        server, admin, attribute="home_city", value="Utrecht", valid_from="2026-01-01T00:00:00Z"
+    )
+    sign_in(page, admin)
+    page.get_by_role("link", name="Subjects").click()
+    page.get_by_label("Subject").fill("mira")
+    page.get_by_label("Subject").press("Enter")
+    expect(page.get_by_role("cell", name="Utrecht")).to_be_visible()
+    page.get_by_role("link", name="Forget subject").click()
+
+    page.get_by_label("Type the subject's name to confirm").fill("mirra")
+    page.get_by_role("button", name="Forget subject").click()
+    expect(page.get_by_role("alert")).to_contain_text("nothing was forgotten")
+    assert [f["value"] for f in facts_of(server, admin)] == ["Utrecht"]  # the typo changed nothing
+
+    page.get_by_label("Type the subject's name to confirm").fill("mira")
+    screenshot(page, "forget-confirmation")
+    page.get_by_role("button", name="Forget subject").click()
+    expect(page.get_by_role("status")).to_contain_text("mira forgotten")
+    expect(page.get_by_text("Nothing holds now for mira")).to_be_visible()
+    assert facts_of(server, admin) == []
+    forgets = [e for e in log_of(server, admin) if e["kind"] == "forget"]
+    assert [e["actor"] for e in forgets] == [key_id(admin)]

@@ -1,0 +1,156 @@
+"""The model lane with real Celery workers on PostgreSQL and the local Redis, against the stub
+OpenAI-compatible server (tests/integration/stub_llm.py): a model slower than the lease fails
+no episode, the workers share one budget for the endpoint, and a 429 pauses all of them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import pipeline
+from pipeline.db.store import Store, open_store
+from pipeline.settings import Settings
+from tests.conftest import _create_database, empty_database
+from tests.integration.celery_helpers import (
+    REDIS_URL,
+    Celery,
+    count,
+    episode_counts,
+    flush_redis,
+    wait_for,
+    worker_env,
+)
+from tests.integration.pipeline_helpers import TENANT
+from tests.integration.stub_llm import StubServer
+
+pytestmark = [pytest.mark.postgres, pytest.mark.celery, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def lane_url(postgres_url: str) -> str:
+    from sqlalchemy import make_url
+
+    url = make_url(postgres_url)
+    url = url.set(database=f"{url.database}_llm_lane").render_as_string(hide_password=False)
+    _create_database(url)
+    migrated = Store(Settings(database_url=url))
+    migrated.upgrade()
+    migrated.dispose()
+    return url
+
+
+@pytest.fixture
+def stub() -> Iterator[Any]:
+    with StubServer() as server:
+        yield server
+
+
+@pytest.fixture
+def producer(lane_url: str) -> Iterator[Store]:
+    empty_database(lane_url)
+    flush_redis()
+    store = open_store(Settings(database_url=lane_url, broker_url=REDIS_URL, worker_batch=8))
+    yield store
+    store.dispose()
+
+
+def _workers(lane_url: str, stub: Any, tmp_path: Path, **settings: str) -> Celery:
+    env = worker_env(
+        lane_url,
+        SGAM_LLM_BASE_URL=stub.base_url,
+        SGAM_LLM_MODEL="stub",
+        SGAM_REDIS_URL=REDIS_URL,
+        **{"SGAM_WORKER_BATCH": "8", **settings},
+    )
+    return Celery(env, tmp_path)
+
+
+def _lines(total: int) -> list[dict[str, object]]:
+    return [
+        {
+            "tenant_id": TENANT,
+            "subject": f"user-{n % 5}",
+            "session_id": f"s{n}",
+            "occurred_at": "2026-06-01T09:00:00Z",
+            "text": f"Turn {n}: the view from the flat is lovely.",
+        }
+        for n in range(total)
+    ]
+
+
+def _run(celery: Celery, producer: Store, lane_url: str, total: int, timeout: float) -> float:
+    started = time.monotonic()
+    pipeline.ingest(producer, _lines(total))
+    wait_for(
+        lambda: episode_counts(lane_url).get("done", 0) == total,
+        timeout,
+        f"{total} episodes done",
+        celery.logs,
+    )
+    return time.monotonic() - started
+
+
+def test_a_model_slower_than_the_lease_fails_no_episode(
+    producer: Store, stub: Any, lane_url: str, tmp_path: Path
+) -> None:
+    # A 10 s lease, the sweeper every second, a model answering after 14 s: without renewal
+    # the sweeper hands every claim to another worker, whose fencing drops the answers.
+    # One batch, so the second worker process is free to take what the sweeper re-queues.
+    stub.app.configure(latency_s=14.0)
+    celery = _workers(lane_url, stub, tmp_path)
+    try:
+        celery.worker(concurrency=2)
+        celery.beat()
+        _run(celery, producer, lane_url, 6, timeout=90)
+    finally:
+        celery.stop()
+    assert episode_counts(lane_url) == {"done": 6}
+    assert count(lane_url, "SELECT max(attempts) FROM episodes") == 1
+    assert stub.stats.answered == 6, "every episode asked once: no claim was taken away"
+
+
+def test_workers_share_one_budget_for_the_endpoint(
+    producer: Store, stub: Any, lane_url: str, tmp_path: Path
+) -> None:
+    # Two processes, up to 32 calls in flight each, and 120 requests a minute between them:
+    # after the first second's burst the endpoint sees two requests a second.
+    celery = _workers(lane_url, stub, tmp_path, SGAM_LLM_RPM="120")
+    try:
+        celery.worker(concurrency=2)
+        took = _run(celery, producer, lane_url, 16, timeout=60)
+    finally:
+        celery.stop()
+    stats = stub.stats
+    assert episode_counts(lane_url) == {"done": 16}
+    assert (stats.answered, stats.rejected) == (16, 0)
+    spread = stats.arrivals[-1] - stats.arrivals[0]
+    assert spread >= (16 - 2) / 2 * 0.9, f"16 requests within {spread:.1f} s"
+    assert took < 30
+
+
+def test_a_429_pauses_every_worker_and_fails_no_episode(
+    producer: Store, stub: Any, lane_url: str, tmp_path: Path
+) -> None:
+    # The endpoint answers its first request 429 "retry after 3 s". Episodes ingested half a
+    # second later, by whichever worker process takes them, wait out that pause.
+    stub.app.configure(refuse_first=1, retry_after_s=3.0)
+    celery = _workers(lane_url, stub, tmp_path, SGAM_WORKER_BATCH="1")
+    try:
+        celery.worker(concurrency=2)
+        pipeline.ingest(producer, _lines(1))
+        wait_for(lambda: stub.stats.rejected == 1, 30, "the first 429", celery.logs)
+        time.sleep(0.5)
+        pipeline.ingest(producer, _lines(7)[1:])
+        wait_for(lambda: episode_counts(lane_url).get("done", 0) == 7, 60, "7 done", celery.logs)
+    finally:
+        celery.stop()
+    stats = stub.stats
+    assert episode_counts(lane_url) == {"done": 7}
+    assert (stats.answered, stats.rejected, stats.requests) == (7, 1, 8)
+    ((refused_at, pause),) = stats.refusals
+    early = [at - refused_at for at in stats.arrivals[1:] if at < refused_at + pause - 0.1]
+    assert early == [], "requests sent while the endpoint was paused"

@@ -1,0 +1,146 @@
+"""No import runs uphill: every module imports only its own unit and the layers below it.
+
+The layers, lowest first (a unit is a top-level package, a subpackage of `pipeline`, or a
+top-level module of `pipeline`; units on one line are independent of each other):
+
+ 0. schemas, prompts        the records, payloads, enums and prompt templates: no pipeline
+ 1. pipeline.errors         the exception tree
+ 2. pipeline.validation, pipeline.settings
+ 3. pipeline.catalog        loading the memory-schema catalogue
+ 4. pipeline.db             tables, backends, the store and its unit of work
+ 5. pipeline.ledger         the bi-temporal write path and the decision log
+ 6. pipeline.read, pipeline.access, pipeline.extract
+ 7. pipeline.buffer         the recurrence buffer (writes through the ledger)
+ 8. pipeline.policy         what to do with a candidate (write, quarantine, buffer)
+ 9. pipeline.episodes       intake, processing, states, driving
+10. pipeline.hot_path, pipeline.consolidation, pipeline.rebuild (replay of the whole log)
+11. pipeline.demo
+12. pipeline                the public Python API (`pipeline/__init__.py`)
+13. pipeline.api            the HTTP service's routes, operations, access and problems
+14. pipeline.ui, pipeline.mcp   the review UI and the MCP server, over the API's operations
+15. pipeline.api.app, pipeline.cli   the composition roots: the HTTP app (mounts the API's
+                            routers, the UI and MCP) and the command line
+16. workers                 the Celery tasks
+
+The rule is checked on the source with `ast`, imports inside functions and under
+TYPE_CHECKING included: a lazy import is still a dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).parents[2]
+PACKAGES = ("schemas", "prompts", "pipeline", "workers")
+LAYERS: list[tuple[str, ...]] = [
+    ("schemas", "prompts"),
+    ("pipeline.errors",),
+    ("pipeline.validation", "pipeline.settings"),
+    ("pipeline.catalog",),
+    ("pipeline.db",),
+    ("pipeline.ledger",),
+    ("pipeline.read", "pipeline.access", "pipeline.extract"),
+    ("pipeline.buffer",),
+    ("pipeline.policy",),
+    ("pipeline.episodes",),
+    ("pipeline.hot_path", "pipeline.consolidation", "pipeline.rebuild"),
+    ("pipeline.demo",),
+    ("pipeline",),
+    ("pipeline.api",),
+    ("pipeline.ui", "pipeline.mcp"),
+    ("pipeline.api.app", "pipeline.cli"),
+    ("workers",),
+]
+# Modules that are a unit of their own, apart from their package.
+OWN_UNITS = {"pipeline.api.app"}
+LEVEL = {unit: level for level, units in enumerate(LAYERS) for unit in units}
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def unit_of(module: str) -> str:
+    """`pipeline.ledger.write` → `pipeline.ledger`; `pipeline` itself is the public API."""
+    parts = module.split(".")
+    if ".".join(parts[:3]) in OWN_UNITS:
+        return ".".join(parts[:3])
+    if parts[0] != "pipeline" or len(parts) == 1:
+        return parts[0]
+    return ".".join(parts[:2])
+
+
+def imported(module: str, source: str, *, package: bool = False) -> set[str]:
+    """The project modules `module` imports (`from pipeline import cli` names pipeline.cli)."""
+    anchor = module if package else module.rpartition(".")[0]
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = anchor.split(".")[: len(anchor.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            for alias in node.names:
+                submodule = f"{base}.{alias.name}"
+                names.add(submodule if submodule in MODULES else base)
+    return {name for name in names if name.split(".")[0] in PACKAGES}
+
+
+def uphill(module: str, targets: set[str]) -> list[str]:
+    mine = unit_of(module)
+    return [
+        f"{module} imports {target} ({unit_of(target)} is not below {mine})"
+        for target in sorted(targets)
+        if unit_of(target) != mine and LEVEL[unit_of(target)] >= LEVEL[mine]
+    ]
+
+
+def test_every_unit_has_a_layer() -> None:
+    units = {unit_of(module) for module in MODULES}
+    assert units - set(LEVEL) == set(), "add the new unit to LAYERS (and to the docstring)"
+    assert set(LEVEL) - units == set(), "a unit in LAYERS no longer exists"
+
+
+def test_no_module_imports_a_higher_or_sibling_layer() -> None:
+    found = []
+    for module, path in sorted(MODULES.items()):
+        source = path.read_text(encoding="utf-8")
+        found += uphill(module, imported(module, source, package=path.name == "__init__.py"))
+    assert found == []
+
+
+def test_the_check_sees_uphill_and_lazy_imports() -> None:
+    """The rule itself can fail: what the ledger's replay registry used to import is refused,
+    inside a function too; the package's own modules and lower layers pass."""
+    source = (
+        "from pipeline.db.unit import Unit\n"
+        "from . import events\n"
+        "def late() -> None:\n"
+        "    from pipeline import consolidation\n"
+        "    from pipeline.buffer import candidates\n"
+    )
+    targets = imported("pipeline.ledger.write", source)
+    assert targets == {
+        "pipeline.db.unit",
+        "pipeline.ledger.events",
+        "pipeline.consolidation",
+        "pipeline.buffer.candidates",
+    }
+    assert [line.split(" (")[0] for line in uphill("pipeline.ledger.write", targets)] == [
+        "pipeline.ledger.write imports pipeline.buffer.candidates",
+        "pipeline.ledger.write imports pipeline.consolidation",
+    ]
+    assert uphill("schemas.facts", {"pipeline.errors"}) != []
