@@ -16,7 +16,7 @@ import pipeline
 from pipeline.cli.output import plain
 from pipeline.db.models import EpisodeRow
 from pipeline.db.store import Store
-from tests.integration.api.conftest import Keys, Server, episode_body, fact_body
+from tests.integration.server_helpers import Keys, Server, episode_body, fact_body
 
 pytestmark = pytest.mark.postgres
 
