@@ -18,7 +18,7 @@ demo: $(STAMP)
 
 ## The whole suite: lint, strict types, then every test on SQLite and the real Postgres/Redis.
 test: check services
-	$(BIN)/pytest
+	$(BIN)/pytest --durations=15
 
 check: lint typecheck
 

@@ -26,6 +26,7 @@ from pipeline.errors import (
     NotFound,
     NotQuarantined,
     PermanentError,
+    PurgeBlocked,
     RetryableError,
     SgamError,
     StoreBusy,
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from pipeline.episodes.drive import retry, retry_episode, sweep
     from pipeline.episodes.intake import ingest
     from pipeline.episodes.states import list_episodes, show_episode
+    from pipeline.episodes.usage import llm_usage
     from pipeline.extract.llm import LlmClient
     from pipeline.extract.result import ExtractionResult
     from pipeline.hot_path import Remembered, remember
@@ -105,6 +107,7 @@ _LAZY = {
     "Receipt": "schemas.results",
     "ingest": "pipeline.episodes.intake",
     "list_episodes": "pipeline.episodes.states",
+    "llm_usage": "pipeline.episodes.usage",
     "show_episode": "pipeline.episodes.states",
     "Remembered": "pipeline.hot_path",
     "remember": "pipeline.hot_path",
@@ -186,6 +189,7 @@ __all__ = [
     "NotFound",
     "NotQuarantined",
     "PermanentError",
+    "PurgeBlocked",
     "PutOutcome",
     "PutResult",
     "Receipt",
@@ -223,6 +227,7 @@ __all__ = [
     "list_episodes",
     "list_keys",
     "list_quarantined",
+    "llm_usage",
     "load_settings",
     "open_store",
     "promote",

@@ -152,8 +152,9 @@ def _expire_candidates(unit: Unit, now: datetime, tenant: str | None) -> int:
 
 
 def _reopen_retryable(unit: Unit, now: datetime, tenant: str | None) -> list[EpisodeKey]:
-    """Failed episodes whose error may pass (the endpoint or the store was down), at most
-    SGAM_EPISODE_MAX_REDRIVES times each and once per `now`."""
+    """Failed episodes whose error may pass (the endpoint or the store was down, or every
+    attempt was lost to a crash or an expired lease), at most SGAM_EPISODE_MAX_REDRIVES times
+    each and once per `now`."""
     query = select(EpisodeRow).where(
         EpisodeRow.status == EpisodeStatus.FAILED,
         EpisodeRow.error_kind == EpisodeError.RETRYABLE,
@@ -167,6 +168,7 @@ def _reopen_retryable(unit: Unit, now: datetime, tenant: str | None) -> list[Epi
         if row.redriven_at is not None and row.redriven_at >= now:
             continue
         row.status, row.attempts, row.enqueued_at = EpisodeStatus.PENDING, 0, now
+        row.lost_attempts = 0
         row.redrives += 1
         row.redriven_at, row.finished_at = now, None
         keys.append((row.tenant_id, row.episode_id))

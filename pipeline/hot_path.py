@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
@@ -111,7 +111,10 @@ def remember(
         return _answer(claimed.key[1], found, decided)
     # The rules found nothing and a model is configured: commit the episode first, so that
     # a slow or failing model loses nothing.
-    if not store.run(lambda unit: _insert(unit, row)):
+    # Under a lease like any claim: should this process die while the model thinks, the
+    # sweeper finds the episode once the lease has run out and a worker finishes it.
+    leased = row | {"lease_until": now + timedelta(seconds=store.settings.episode_lease_s)}
+    if not store.run(lambda unit: _insert(unit, leased)):
         return _earlier(store, request, claimed.key[1])
     seconds = store.settings.hot_path_deadline_ms / 1000
     result = run_extraction(store, claimed.episode, fallback.within(seconds))
@@ -167,6 +170,7 @@ def _defer(store: Store, claimed: Claimed) -> Remembered:
         row = unit.session.get(EpisodeRow, claimed.key)
         assert row is not None
         row.lane, row.status, row.lease_until = Lane.BACKGROUND.value, EpisodeStatus.PENDING, None
+        row.deferred = True  # still the user's own statement, decided with the hot path's trust
         row.enqueued_at = unit.clock()
 
     store.run(hand_over)

@@ -39,6 +39,9 @@ class PutFact(ScopedCommand):
     cardinality: Cardinality | None = None
     expires_at: UtcDatetime | None = None
     expected_version: int | None = Field(default=None, ge=0)
+    # The key's state tag as last read (HTTP's ETag, pipeline/ledger/state_tag.py): any write
+    # to the key since then refuses this one.
+    expected_state: str | None = Field(default=None, pattern=r"^[0-9a-f]{1,64}$")
 
     @field_validator("value")
     @classmethod

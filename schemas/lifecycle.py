@@ -23,8 +23,8 @@ UNFINISHED = (EpisodeStatus.PENDING, EpisodeStatus.PROCESSING)
 class EpisodeError(StrEnum):
     """Why a failed episode failed, which says whether consolidation may re-drive it."""
 
-    RETRYABLE = "retryable"  # the endpoint or the store was down: it may pass
-    PERMANENT = "permanent"  # invalid answers, a purged text, attempts used up
+    RETRYABLE = "retryable"  # the endpoint or the store was down, or crashes took every attempt
+    PERMANENT = "permanent"  # invalid answers, a purged text, failed attempts used up
 
 
 class CandidateStatus(StrEnum):
@@ -53,6 +53,7 @@ class ReceiptStatus(StrEnum):
     """What became of one episode handed in (`sgam ingest`, POST /v1/episodes, a retry)."""
 
     QUEUED = "queued"  # stored; a worker will process it
+    STORED = "stored"  # stored, but the broker could not be reached: the sweeper queues it
     DUPLICATE = "duplicate"  # seen before (its id or idempotency key): not stored again
     # Processed in the caller's process (inline mode, no broker configured):
     DONE = "done"

@@ -124,8 +124,10 @@ class StoredEpisode(Result):
     idempotency_key: str | None
     actor: str | None = Field(description="who sent it (an API key's id over HTTP)")
     lane: str = Field(description="hot | background")
+    deferred: bool = Field(description="a hot-path statement handed to the background lane")
     status: EpisodeStatus
     attempts: int
+    lost_attempts: int = Field(description="attempts lost to a crash or an expired lease")
     last_error: str | None
     extractor: str | None
     prompt_version: str | None

@@ -12,49 +12,28 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, inspect, make_url, select, text
+from sqlalchemy import create_engine, inspect, select
 
-from pipeline.db.models import Base, EventRow
+from pipeline.db.models import EventRow
 from pipeline.db.store import Store, open_store
 from pipeline.settings import Settings
+from tests.databases import POSTGRES_URL, create_database, empty_database
+from tests.factories import FrozenClock, isolated_settings
 
-POSTGRES_URL = os.environ.get(
-    "SGAM_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/sgam_test"
-)
-TABLES = tuple(table.name for table in Base.metadata.sorted_tables)
-
-
-def _create_database(url: str) -> None:
-    parsed = make_url(url)
-    admin = create_engine(parsed.set(database="postgres"), isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        exists = connection.execute(
-            text("SELECT 1 FROM pg_database WHERE datname = :name"), {"name": parsed.database}
-        ).first()
-        if not exists:
-            connection.execute(text(f'CREATE DATABASE "{parsed.database}"'))
-    admin.dispose()
+# The suite was written against the support catalogue (passport_deadline, answer_style, ...):
+# every store, CLI run and subprocess of the tests selects it (and so does
+# `factories.isolated_settings`), unless a test picks another. Tests of the default personal
+# catalogue load it by name (`bundled_catalog("personal")`).
+os.environ["SGAM_CATALOG"] = "support"
 
 
 @pytest.fixture(scope="session")
 def postgres_url() -> str:
-    _create_database(POSTGRES_URL)
-    store = Store(Settings(database_url=POSTGRES_URL))
+    create_database(POSTGRES_URL)
+    store = Store(isolated_settings(database_url=POSTGRES_URL))
     store.upgrade()
     store.dispose()
     return POSTGRES_URL
-
-
-def empty_database(url: str) -> None:
-    """Delete every row of every table (and restart Postgres's id sequences)."""
-    engine = create_engine(url)
-    with engine.begin() as connection:
-        if engine.dialect.name == "postgresql":
-            connection.execute(text(f"TRUNCATE {', '.join(TABLES)} RESTART IDENTITY"))
-        else:
-            for table in reversed(Base.metadata.sorted_tables):
-                connection.execute(table.delete())  # rowids restart: no AUTOINCREMENT
-    engine.dispose()
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -89,24 +68,9 @@ def check_logged_events(url: str) -> None:
 
 @pytest.fixture
 def settings(database_url: str) -> Settings:
-    return Settings(database_url=database_url)
-
-
-class FrozenClock:
-    """A clock the test moves by hand; each reading advances a microsecond so that
-    transaction times stay distinct, as they are in real time."""
-
-    def __init__(self, start: datetime) -> None:
-        self.now = start
-
-    def __call__(self) -> datetime:
-        from datetime import timedelta
-
-        self.now += timedelta(microseconds=1)
-        return self.now
-
-    def set(self, moment: datetime) -> None:
-        self.now = moment
+    """The test database's settings, every other field at its default whatever the
+    developer's environment or `.env` says."""
+    return isolated_settings(database_url=database_url)
 
 
 @pytest.fixture

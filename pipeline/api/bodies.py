@@ -72,5 +72,5 @@ else:
     EpisodeBody = body_of(EpisodeIn, "EpisodeBody")
     RememberBody = body_of(RememberIn, "RememberBody")
     # The expected version travels in If-Match, as HTTP says.
-    PutBody = body_of(PutFact, "PutBody", without=("actor", "expected_version"))
+    PutBody = body_of(PutFact, "PutBody", without=("actor", "expected_version", "expected_state"))
     KeyBody = body_of(NewKey, "KeyBody")

@@ -18,6 +18,7 @@ from schemas.fields import Identifier
 _IDENTIFIER: TypeAdapter[str] = TypeAdapter(Identifier)
 _SUBJECT: TypeAdapter[str] = TypeAdapter(Subject)
 _VERSION = re.compile(r'"(\d{1,18})"|(\d{1,18})')
+_STATE = re.compile(r'"([0-9a-f]{1,64})"')
 
 
 async def store_of(request: Request) -> Store:
@@ -64,5 +65,15 @@ def expected_version(if_match: str | None) -> int | None:
     return int(found.group(1) or found.group(2))
 
 
-def etag(version: int) -> str:
+def expected_state(if_match: str | None) -> str | None:
+    """If-Match on a put carries the key's ETag as the caller read it (`"0"`: nothing held)."""
+    if if_match is None:
+        return None
+    found = _STATE.fullmatch(if_match.strip())
+    if found is None:
+        raise InvalidInput("If-Match", "must be one ETag as a GET of the attribute sent it")
+    return found.group(1)
+
+
+def etag(version: int | str) -> str:
     return f'"{version}"'

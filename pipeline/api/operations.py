@@ -25,6 +25,8 @@ from pipeline.db.store import Store
 from pipeline.errors import InvalidInput, InvalidLines
 from pipeline.hot_path import Remembered
 from pipeline.ledger.forget import ForgetResult
+from pipeline.ledger.slots import SlotKey
+from pipeline.ledger.state_tag import read_state_tag
 from pipeline.read.context import Context
 from pipeline.validation import invalid_field
 from schemas.facts import Fact
@@ -74,7 +76,8 @@ def ingest(
     if bad:
         raise InvalidLines(bad)
     report = pipeline.ingest(store, episodes)
-    return report, any(receipt.status == ReceiptStatus.QUEUED for receipt in report.receipts)
+    waiting = (ReceiptStatus.QUEUED, ReceiptStatus.STORED)  # the workers have them to process
+    return report, any(receipt.status in waiting for receipt in report.receipts)
 
 
 def _episode(
@@ -116,6 +119,30 @@ def facts(
     return pipeline.get(store, query | {"include_quarantined": include_quarantined})
 
 
+def read_tag(
+    store: Store, key: ApiKey, subject: str, attribute: str, named: Mapping[str, Any]
+) -> str:
+    """The state tag of a single-valued attribute in the read's scope (its ETag)."""
+    scope = _read_scope(key, subject, named)
+    slot = SlotKey(
+        scope["tenant_id"],
+        scope.get("agent_id", "default"),
+        scope.get("purpose", "default"),
+        scope["subject"],
+        attribute,
+        "",
+    )
+    with store.begin() as unit:
+        return read_state_tag(unit.session, slot)
+
+
+def state_tag(store: Store, fact: Fact) -> str:
+    """The state tag of the single-valued key `fact` belongs to, as stored now."""
+    slot = SlotKey(fact.tenant_id, fact.agent_id, fact.purpose, fact.subject, fact.attribute, "")
+    with store.begin() as unit:
+        return read_state_tag(unit.session, slot)
+
+
 def history(
     store: Store,
     key: ApiKey,
@@ -128,6 +155,8 @@ def history(
 ) -> list[Fact]:
     query = _read_scope(key, subject, named) | {"attribute": identifier("attribute", attribute)}
     query |= given(known_at=known_at)
+    if versions:  # the audit trail: quarantined versions too, for the roles that may see them
+        query["include_quarantined"] = key.allows("reviewer")
     return pipeline.history(store, query, versions=versions)
 
 

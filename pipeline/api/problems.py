@@ -28,6 +28,7 @@ from pipeline.errors import (
     NotFailed,
     NotFound,
     NotQuarantined,
+    PurgeBlocked,
     RetryableError,
     SgamError,
     StoreBusy,
@@ -97,11 +98,16 @@ PROBLEMS: list[tuple[type[BaseException], int, str, str]] = [
     (MalformedRequest, 400, "malformed-request", "The request cannot be read"),
     (PayloadTooLarge, 413, "payload-too-large", "The request body is too large"),
     (UnsupportedMediaType, 415, "unsupported-media-type", "Send application/json"),
-    (RateLimited, 429, "rate-limited", "Too many requests for this key"),
+    (RateLimited, 429, "rate-limited", "Too many requests"),
     (CatalogError, 500, "catalog-error", "The server's memory-schema catalogue is invalid"),
     (InvalidLines, 422, "invalid-episodes", "Invalid episodes; nothing was stored"),
     (InvalidInput, 422, "invalid-input", "Invalid input; nothing was written"),
-    (VersionConflict, 412, "version-conflict", "The fact is not at the expected version"),
+    (
+        VersionConflict,
+        412,
+        "version-conflict",
+        "The fact or key is not at the state the request expected",
+    ),
     (IdempotencyConflict, 409, "idempotency-conflict", "Idempotency key reused"),
     (FactConflict, 409, "fact-conflict", "An equal-trust fact disagrees"),
     (TrustRejected, 409, "trust-rejected", "A fact of higher trust disagrees"),
@@ -114,6 +120,7 @@ PROBLEMS: list[tuple[type[BaseException], int, str, str]] = [
     (StoreBusy, 503, "store-busy", "The store is busy; retry later"),
     (StoreUnavailable, 503, "store-unavailable", "A store is unavailable; retry later"),
     (LlmUnavailable, 503, "llm-unavailable", "The LLM endpoint is unavailable; retry later"),
+    (PurgeBlocked, 503, "purge-blocked", "Old transactions hold purged rows; retry later"),
     (RetryableError, 503, "unavailable", "Temporarily unavailable; retry later"),
     (SgamError, 500, "internal-error", "Internal error"),
 ]
@@ -173,6 +180,8 @@ def _extensions(error: BaseException) -> dict[str, Any]:
         return {"field": error.field}
     if isinstance(error, ApiError) and error.field is not None:
         return {"field": error.field}
+    if isinstance(error, VersionConflict) and isinstance(error.expected, str):
+        return {"expected_etag": f'"{error.expected}"', "current_etag": f'"{error.actual}"'}
     if isinstance(error, VersionConflict):
         return {"expected_version": error.expected, "actual_version": error.actual}
     if isinstance(error, FactConflict | TrustRejected):

@@ -12,7 +12,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import CheckConstraint, ForeignKey, Index, Integer, String, Table, Text
+from sqlalchemy import (
+    Boolean,
+    CheckConstraint,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Table,
+    Text,
+    false,
+)
 from sqlalchemy import text as sql
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -47,8 +57,14 @@ class EpisodeRow(Base):
     actor: Mapped[str | None] = mapped_column(ID)
     meta: Mapped[dict[str, Any] | None] = mapped_column("metadata", JsonColumn())
     lane: Mapped[str] = mapped_column(String(16))
+    # A hot-path statement the background lane took over (the model was slow or down): still
+    # decided as the user's own statement, with the hot path's trust.
+    deferred: Mapped[bool] = mapped_column(Boolean, server_default=false())
     status: Mapped[str] = mapped_column(String(16))
-    attempts: Mapped[int] = mapped_column(Integer)
+    attempts: Mapped[int] = mapped_column(Integer)  # claims so far: the claim's fencing token
+    # Of those, the claims that never finished: the worker crashed or its lease ran out. They
+    # have a budget of their own (SGAM_EPISODE_MAX_ATTEMPTS), apart from attempts that failed.
+    lost_attempts: Mapped[int] = mapped_column(Integer, server_default="0")
     last_error: Mapped[str | None] = mapped_column(Text)
     # An EpisodeError: whether consolidation may re-drive a failed episode.
     error_kind: Mapped[str | None] = mapped_column(String(16))

@@ -132,5 +132,8 @@ def _hand_over(
         outcome = driven.outcomes.get(key) if key is not None else None
         if outcome is not None:
             receipt = receipt.model_copy(update={"status": outcome.status, "error": outcome.error})
+        elif driven.broker_down and receipt.status is ReceiptStatus.QUEUED:
+            # nothing was queued: the sweeper will
+            receipt = receipt.model_copy(update={"status": ReceiptStatus.STORED})
         receipts.append(receipt)
     return receipts

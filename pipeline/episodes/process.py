@@ -19,7 +19,8 @@ from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.episodes.dispatch import EpisodeKey
 from pipeline.episodes.inflight import run_in_flight
-from pipeline.episodes.records import as_episode
+from pipeline.episodes.lane_metrics import observe_episode, observe_model
+from pipeline.episodes.records import as_episode, stated_on
 from pipeline.errors import LlmFailure, RetryableError, SgamError
 from pipeline.extract.backends import RULES
 from pipeline.extract.choose import choose
@@ -73,25 +74,41 @@ def process_episodes(
         return {}
     if extractor is RULES:
         extracted = {item.key: run_extraction(store, item.episode, extractor) for item in claimed}
-        return store.run(lambda unit: finish(unit, claimed, extracted))
+        return _observed(extracted, store.run(lambda unit: finish(unit, claimed, extracted)))
 
     def prepare(item: Claimed) -> Callable[[], Extracted]:
-        # The subject's values are read here, on this thread, so that the pool's threads
-        # need no database connection; the model's prompt always shows them.
-        context = replace(context_for(store, item.episode), current=_current(store, item.episode))
+        # The subject's values are read on the pool's thread, when the prompt is rendered:
+        # read one after another here, they would hold back every call behind them.
+        context = context_for(store, item.episode)
         return lambda: extractor.extract(item.episode, context)
 
     def commit(
         done: list[Claimed], results: dict[EpisodeKey, Extracted]
     ) -> dict[EpisodeKey, Outcome]:
-        return store.run(lambda unit: finish(unit, done, results))
+        return _observed(results, store.run(lambda unit: finish(unit, done, results)))
 
     return run_in_flight(store, claimed, prepare, commit)
 
 
+def _observed(
+    results: dict[EpisodeKey, Extracted], outcomes: dict[EpisodeKey, Outcome]
+) -> dict[EpisodeKey, Outcome]:
+    """Count what was spent on the model and how each episode ended (`lane_metrics`)."""
+    for (tenant_id, _), result in results.items():
+        if isinstance(result, ExtractionResult) and result.usage.model is not None:
+            observe_model(tenant_id, result.usage)
+        elif isinstance(result, LlmFailure):
+            observe_model(tenant_id, result.usage, result)
+    for outcome in outcomes.values():
+        observe_episode(str(outcome.status))
+    return outcomes
+
+
 def claim(unit: Unit, keys: Sequence[EpisodeKey], lane: Lane | None = None) -> list[Claimed]:
     """Take the episodes that are waiting (or whose worker's lease ran out); other workers
-    skip the rows this one holds."""
+    skip the rows this one holds. An attempt whose lease ran out was lost (the worker crashed,
+    was killed or stalled): it is counted apart, and only SGAM_EPISODE_MAX_ATTEMPTS of those
+    fail the episode — as retryable, so that consolidation re-drives it."""
     if not keys:
         return []
     now = unit.clock()
@@ -112,10 +129,13 @@ def claim(unit: Unit, keys: Sequence[EpisodeKey], lane: Lane | None = None) -> l
         if row.text is None:  # purged while it waited: nothing left to read
             row.status, row.last_error, row.finished_at = EpisodeStatus.FAILED, "purged", now
             continue
-        if row.attempts >= budget:  # every attempt was lost (a crash, a kill): stop here
+        if row.status == EpisodeStatus.PROCESSING:  # the last claim's lease ran out: lost
+            row.lost_attempts += 1
+        if row.lost_attempts >= budget:  # a crash (or a kill) each time: stop here for now
             row.status, row.finished_at = EpisodeStatus.FAILED, now
-            row.error_kind = EpisodeError.PERMANENT
-            row.last_error = f"gave up after {row.attempts} attempts that did not finish"
+            row.error_kind = EpisodeError.RETRYABLE  # consolidation re-drives it
+            row.last_error = f"gave up after {row.lost_attempts} attempts that did not finish"
+            row.lease_until = None
             continue
         row.status = EpisodeStatus.PROCESSING
         row.attempts += 1
@@ -126,7 +146,7 @@ def claim(unit: Unit, keys: Sequence[EpisodeKey], lane: Lane | None = None) -> l
 
 
 def claimed_from(row: EpisodeRow) -> Claimed:
-    origin = Provenance(as_episode(row), Lane(row.lane), actor=row.actor or ACTOR)
+    origin = Provenance(as_episode(row), stated_on(row), actor=row.actor or ACTOR)
     return Claimed((row.tenant_id, row.episode_id), row.attempts, origin)
 
 
@@ -259,7 +279,8 @@ def _record(
 
 def _failed(unit: Unit, row: EpisodeRow, error: BaseException) -> Outcome:
     retryable = isinstance(error, RetryableError)
-    again = retryable and row.attempts < unit.settings.episode_max_attempts
+    failed_attempts = row.attempts - row.lost_attempts  # this one included
+    again = retryable and failed_attempts < unit.settings.episode_max_attempts
     row.status = EpisodeStatus.PENDING if again else EpisodeStatus.FAILED
     row.last_error = describe(error)
     row.error_kind = EpisodeError.RETRYABLE if retryable else EpisodeError.PERMANENT

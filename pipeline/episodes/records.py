@@ -89,8 +89,10 @@ def _row(
         "actor": actor,
         "metadata": meta,  # column names: an insert ignores "meta"
         "lane": lane.value,
+        "deferred": False,
         "status": EpisodeStatus.PENDING,
         "attempts": 0,
+        "lost_attempts": 0,
         "last_error": None,
         "error_kind": None,
         "redrives": 0,
@@ -106,10 +108,17 @@ def _row(
     }
 
 
+def stated_on(row: EpisodeRow) -> Lane:
+    """The lane the episode was stated on: a hot-path statement the background lane took
+    over is still the user's own statement."""
+    return Lane.HOT if row.deferred else Lane(row.lane)
+
+
 def trust_of(row: EpisodeRow) -> Trust:
-    """The trust the episode's candidates carry: the caller's override, else the source's."""
+    """The trust the episode's candidates carry: the caller's override, else the source's
+    (the user's own on the hot path)."""
     override = Trust(row.trust) if row.trust is not None else None
-    return episode_trust(row.source, override, Lane(row.lane))
+    return episode_trust(row.source, override, stated_on(row))
 
 
 def as_episode(row: EpisodeRow) -> Episode:

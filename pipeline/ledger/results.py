@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
@@ -23,6 +24,9 @@ class PutResult(BaseModel):
 
     fact: Fact
     written: bool = Field(description="false: the ledger already held this (or a retry)")
+    # The key's state tag right after the write (HTTP's ETag, not part of the JSON answer);
+    # None for a repeated idempotency key, whose first answer was stored without it.
+    state: SkipJsonSchema[str | None] = Field(default=None, exclude=True)
 
     @classmethod
     def repeated(cls, stored: Mapping[str, Any]) -> PutResult:

@@ -24,6 +24,7 @@ from pipeline.ledger.judging import trust_refusal
 from pipeline.ledger.pending import PendingWrites
 from pipeline.ledger.results import PutResult
 from pipeline.ledger.slots import SlotKey, SlotState, load_slot, lock_key
+from pipeline.ledger.state_tag import state_tag
 from pipeline.ledger.versions import (
     Change,
     change_reason,
@@ -82,7 +83,7 @@ def judge_and_store(
         _Log(unit, claim, command).event(
             EventKind.QUARANTINE, [claim.claim_id], "untrusted source: hidden until promoted"
         )
-        return PutResult(fact=fact, written=True)
+        return PutResult(fact=fact, written=True, state=state_tag(state))
 
     claim = _after_earlier_claims(claim, state)
     log = _Log(unit, claim, command)
@@ -105,7 +106,7 @@ def judge_and_store(
     for change in changes:
         if change.fact_id != holder["fact_id"]:
             log.derived(EventKind.SUPERSEDE, change, claim.claim_id)
-    return PutResult(fact=to_fact(holder), written=bool(changes))
+    return PutResult(fact=to_fact(holder), written=bool(changes), state=state_tag(state))
 
 
 def _store(pending: PendingWrites, claim: ClaimRecord, state: SlotState) -> list[Change]:
@@ -172,6 +173,15 @@ def _refusal(state: SlotState, claim: ClaimRecord, command: PutFact) -> Conflict
                 f"{format_utc(claim.valid_from)} is at version {actual}",
                 expected=command.expected_version,
                 actual=actual,
+            )
+    if command.expected_state is not None:
+        actual_state = state_tag(state)
+        if actual_state != command.expected_state:
+            return VersionConflict(
+                f"the key {claim.subject}.{claim.attribute} changed since it was read "
+                f'(If-Match "{command.expected_state}", now "{actual_state}")',
+                expected=command.expected_state,
+                actual=actual_state,
             )
     return trust_refusal(state, claim)
 

@@ -5,6 +5,7 @@ played: a cassette the code no longer needs fails its test."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,6 +14,9 @@ from typing import Any
 
 import pytest
 import vcr
+
+from pipeline.settings import Settings
+from tests.factories import isolated_settings
 
 CASSETTES = Path(__file__).resolve().parents[1] / "cassettes"
 RECORDING = os.environ.get("SGAM_RECORD_CASSETTES") == "1"
@@ -63,3 +67,30 @@ def cassette(request: pytest.FixtureRequest) -> Iterator[Any]:
     if not RECORDING:
         assert played.play_count > 0, f"{path.name}: the test sent no request"
         assert played.all_played, f"{path.name}: recorded interactions were not used"
+
+
+BASE_URL = "http://127.0.0.1:18765/v1"  # scripts/record-cassettes serves the model here
+MODEL = "smollm2-135m-instruct"
+
+
+def settings(**overrides: Any) -> Settings:
+    """The recorded server's settings (a re-recording must keep them: they are in the bodies)."""
+    fields: dict[str, Any] = {
+        "llm_base_url": BASE_URL,
+        "llm_model": MODEL,
+        "llm_max_tokens": 256,  # a small model rambles; this bounds a recording's time
+        "llm_max_reasks": 1,
+        "llm_timeout_s": 900,  # recording on a CPU is slow; replaying is instant
+        "llm_deadline_s": 3600,
+    }
+    return isolated_settings(**(fields | overrides))
+
+
+def answers(played: Any) -> list[dict[str, Any]]:
+    """The chat completions the server sent, as recorded."""
+    return [json.loads(response["body"]["string"]) for response in played.responses]
+
+
+def recorded_tokens(played: Any) -> tuple[int, int]:
+    usages = [answer["usage"] for answer in answers(played)]
+    return sum(u["prompt_tokens"] for u in usages), sum(u["completion_tokens"] for u in usages)

@@ -15,6 +15,7 @@ import pipeline
 from pipeline.cli import run
 from pipeline.db.store import Store
 from schemas.facts import Fact
+from tests.factories import put_fact
 
 LEDGER_TABLES = ("facts", "claims", "events")
 
@@ -38,8 +39,8 @@ def ledger_counts(store: Store, **where: str) -> dict[str, int]:
 
 
 def put(store: Store, key: Mapping[str, Any], **fields: Any) -> pipeline.PutResult:
-    """`pipeline.put` with a default source episode."""
-    return pipeline.put(store, {"source_episode_id": "ep", **key, **fields})
+    """`pipeline.put` of `key` and `fields`, the rest from the shared defaults."""
+    return put_fact(store, **{**key, **fields})
 
 
 def one_at(store: Store, key: Mapping[str, Any], at: str, known_at: str | None = None) -> Fact:
@@ -106,3 +107,42 @@ def stop_writers(processes: Sequence[BaseProcess]) -> None:
         if process.is_alive():
             process.kill()
             process.join()
+
+
+def text_columns(store: Store) -> list[tuple[str, str]]:
+    """(table, column) of every column that can hold text, from the database catalogue. SQLite
+    types loosely, so every column of every table is searched there."""
+    with store.engine.connect() as connection:
+        if store.is_postgres:
+            found = connection.execute(
+                text(
+                    "SELECT table_name, column_name FROM information_schema.columns "
+                    "WHERE table_schema = current_schema() AND data_type IN "
+                    "('text', 'character varying', 'character', 'json', 'jsonb')"
+                )
+            )
+            return [(table, column) for table, column in found]
+        tables = connection.execute(
+            text("SELECT name FROM sqlite_master WHERE type = 'table'")
+        ).scalars()
+        return [
+            (table, column[1])
+            for table in list(tables)
+            for column in connection.execute(text(f'PRAGMA table_info("{table}")'))
+        ]
+
+
+def occurrences(store: Store, needle: str) -> dict[str, int]:
+    """`table.column` -> number of rows whose text contains `needle`, for every hit."""
+    hits: dict[str, int] = {}
+    with store.engine.connect() as connection:
+        for table, column in text_columns(store):
+            found = connection.scalar(
+                text(
+                    f'SELECT count(*) FROM "{table}" WHERE CAST("{column}" AS TEXT) LIKE :pattern'
+                ),
+                {"pattern": f"%{needle}%"},
+            )
+            if found:
+                hits[f"{table}.{column}"] = int(found)
+    return hits

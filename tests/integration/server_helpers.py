@@ -22,7 +22,7 @@ from sqlalchemy import create_engine, make_url, text
 
 from pipeline.db.store import Store
 from pipeline.settings import Settings
-from tests.conftest import _create_database as create_database
+from tests.databases import create_database as create_database
 
 REDIS_URL = os.environ.get("SGAM_TEST_API_REDIS_URL", "redis://127.0.0.1:6379/11")
 SGAM = str(Path(sys.executable).with_name("sgam"))

@@ -8,6 +8,7 @@ import pipeline
 from pipeline.db.store import Store
 from pipeline.errors import InvalidInput
 from pipeline.read.context import ContextItem, assemble, estimate_tokens
+from tests.factories import put_fact
 
 READ = {"tenant_id": "acme", "subject": "mira"}
 
@@ -20,18 +21,8 @@ def _put(
     start: str = "2026-06-01T00:00:00Z",
     **scope: str,
 ) -> None:
-    pipeline.put(
-        store,
-        READ
-        | scope
-        | {
-            "attribute": attribute,
-            "value": value,
-            "valid_from": start,
-            "confidence": confidence,
-            "source_episode_id": f"ep-{attribute}",
-        },
-    )
+    fields = READ | scope | {"attribute": attribute, "value": value, "valid_from": start}
+    put_fact(store, **fields, confidence=confidence, source_episode_id=f"ep-{attribute}")
 
 
 def _attributes(items: list[ContextItem]) -> list[str]:

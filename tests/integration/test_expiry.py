@@ -13,20 +13,15 @@ from pipeline.db.store import Store
 from pipeline.errors import InvalidInput
 from pipeline.ledger.expire import expire
 from pipeline.read.context import assemble
-from tests.conftest import FrozenClock
+from tests.factories import FrozenClock, put_fact
 
 START = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 READ = {"tenant_id": "acme", "subject": "mira"}
 
 
 def _put(store: Store, attribute: str, value: object, **extra: object) -> pipeline.PutResult:
-    fields = READ | {
-        "attribute": attribute,
-        "value": value,
-        "valid_from": "2026-11-01T00:00:00Z",
-        "source_episode_id": "ep",
-    }
-    return pipeline.put(store, fields | extra)
+    fields = READ | {"attribute": attribute, "value": value, "valid_from": "2026-11-01T00:00:00Z"}
+    return put_fact(store, **fields | extra)
 
 
 def test_expiry_comes_from_the_kind_and_may_only_be_shortened(clocked_store: Store) -> None:

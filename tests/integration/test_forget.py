@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import select, text
+from sqlalchemy import select
 
 import pipeline
 from pipeline import cli
@@ -27,6 +27,8 @@ from pipeline.ledger.promote import promote
 from pipeline.ledger.results import PutResult
 from pipeline.read.context import assemble
 from schemas.facts import Fact
+from tests.factories import put_fact
+from tests.integration.ledger_helpers import occurrences, text_columns
 
 TENANT = "acme"
 SCOPES = [("default", "default"), ("planner", "travel")]
@@ -36,18 +38,9 @@ JAN, FEB, MAR, APR = (datetime(2026, month, 1, tzinfo=UTC) for month in (1, 2, 3
 def put(
     store: Store, subject: str, attribute: str, value: Any, valid_from: datetime, **extra: Any
 ) -> PutResult:
-    return pipeline.put(
-        store,
-        {
-            "tenant_id": TENANT,
-            "subject": subject,
-            "attribute": attribute,
-            "value": value,
-            "valid_from": valid_from,
-            "source_episode_id": f"ep-{uuid.uuid4().hex[:8]}",
-        }
-        | extra,
-    )
+    fields = {"subject": subject, "attribute": attribute, "value": value}
+    fields |= {"valid_from": valid_from, "source_episode_id": f"ep-{uuid.uuid4().hex[:8]}"}
+    return put_fact(store, **fields | extra)
 
 
 def dump(facts: list[Fact]) -> list[dict[str, Any]]:
@@ -222,45 +215,6 @@ def test_forget_with_an_idempotency_key_returns_the_first_result(clocked_store: 
 
 
 # -- purge -----------------------------------------------------------------------------------
-
-
-def text_columns(store: Store) -> list[tuple[str, str]]:
-    """(table, column) of every column that can hold text, from the database catalogue. SQLite
-    types loosely, so every column of every table is searched there."""
-    with store.engine.connect() as connection:
-        if store.is_postgres:
-            found = connection.execute(
-                text(
-                    "SELECT table_name, column_name FROM information_schema.columns "
-                    "WHERE table_schema = current_schema() AND data_type IN "
-                    "('text', 'character varying', 'character', 'json', 'jsonb')"
-                )
-            )
-            return [(table, column) for table, column in found]
-        tables = connection.execute(
-            text("SELECT name FROM sqlite_master WHERE type = 'table'")
-        ).scalars()
-        return [
-            (table, column[1])
-            for table in list(tables)
-            for column in connection.execute(text(f'PRAGMA table_info("{table}")'))
-        ]
-
-
-def occurrences(store: Store, needle: str) -> dict[str, int]:
-    """`table.column` -> number of rows whose text contains `needle`, for every hit."""
-    hits: dict[str, int] = {}
-    with store.engine.connect() as connection:
-        for table, column in text_columns(store):
-            found = connection.scalar(
-                text(
-                    f'SELECT count(*) FROM "{table}" WHERE CAST("{column}" AS TEXT) LIKE :pattern'
-                ),
-                {"pattern": f"%{needle}%"},
-            )
-            if found:
-                hits[f"{table}.{column}"] = int(found)
-    return hits
 
 
 def test_the_scan_covers_every_content_column(store: Store) -> None:

@@ -25,7 +25,7 @@ from pipeline.db.models import FactRow
 from pipeline.db.store import Store
 from pipeline.ledger.slots import in_slot
 from pipeline.settings import Settings
-from tests.conftest import empty_database
+from tests.databases import empty_database
 
 pytestmark = pytest.mark.postgres
 

@@ -13,20 +13,22 @@ from typing import Any
 import pytest
 
 from pipeline.db.store import Store
+from tests.factories import fact_command
 from tests.integration.ledger_helpers import cli, ledger_counts
 
 
 def fact(subject: str, attribute: str, value: Any, **fields: Any) -> dict[str, Any]:
     """One line of a CRM export: a verified fact with a key that makes a re-run safe."""
-    return {
-        "tenant_id": "acme",
-        "subject": subject,
-        "attribute": attribute,
-        "value": value,
-        "valid_from": "2026-01-01T00:00:00Z",
-        "source_episode_id": "crm-export-2026-01",
-        "idempotency_key": f"crm:{subject}:{attribute}",
-    } | fields
+    return (
+        fact_command(
+            subject=subject,
+            attribute=attribute,
+            value=value,
+            source_episode_id="crm-export-2026-01",
+            idempotency_key=f"crm:{subject}:{attribute}",
+        )
+        | fields
+    )
 
 
 def _file(tmp_path: Path, *lines: dict[str, Any] | str) -> Path:

@@ -13,7 +13,7 @@ import pipeline
 from pipeline.db.store import Store, open_store
 from pipeline.episodes.dispatch import send_extract
 from pipeline.settings import Settings
-from tests.conftest import empty_database
+from tests.databases import empty_database
 from tests.integration.celery_helpers import (
     REDIS_URL,
     Celery,
@@ -34,10 +34,10 @@ CITIES = ["Lisbon", "Porto", "Oslo", "Rome", "Lima", "Quito", "Hanoi", "Perth"]
 @pytest.fixture(scope="module")
 def celery_url(postgres_url: str) -> str:
     """A database of its own: the workers keep connections open across tests."""
-    from tests.conftest import _create_database
+    from tests.databases import create_database
 
     url = celery_database_url(postgres_url)
-    _create_database(url)
+    create_database(url)
     migrated = Store(Settings(database_url=url))
     migrated.upgrade()
     migrated.dispose()

@@ -10,7 +10,7 @@ import pytest
 
 import pipeline
 from pipeline.db.store import Store
-from tests.conftest import FrozenClock
+from tests.factories import FrozenClock
 from tests.integration.pipeline_helpers import TENANT, candidates, episode, holds, kinds
 
 
@@ -274,6 +274,8 @@ def test_an_episode_whose_every_attempt_was_lost_ends_failed(store: Store) -> No
             update(EpisodeRow).values(
                 status="processing",
                 attempts=store.settings.episode_max_attempts,
+                # the claims before this one counted the attempts they found lost
+                lost_attempts=store.settings.episode_max_attempts - 1,
                 lease_until=unit.clock() - timedelta(seconds=1),
             )
         )

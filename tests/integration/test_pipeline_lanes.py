@@ -10,7 +10,7 @@ import pytest
 import pipeline
 from pipeline.db.store import Store, open_store
 from pipeline.settings import Settings
-from tests.conftest import FrozenClock
+from tests.factories import FrozenClock
 from tests.integration.pipeline_helpers import TENANT, candidates, episode, holds
 
 
@@ -97,7 +97,7 @@ def test_consolidation_promotes_what_became_eligible(tmp_path: Path) -> None:
     """The catalogue asked for three sessions; now it asks for two: the next consolidation
     promotes the candidate that two sessions already support."""
     default = (
-        Path(pipeline.__file__).parent.parent / "schemas" / "default_catalog.yaml"
+        Path(pipeline.__file__).parent.parent / "schemas" / "support_catalog.yaml"
     ).read_text()
     asked = "promotion: {times: 2, window: P30D}\n    synonyms: [concise"
     assert asked in default
@@ -139,7 +139,7 @@ def test_purge_erases_episode_texts_and_candidate_evidence(store: Store) -> None
     assert (shown.text, shown.metadata) == (None, {})
     assert all(c.value is None for c in shown.candidates)
     assert pipeline.list_candidates(store, {"tenant_id": TENANT, "status": None}) == []
-    from tests.integration.test_forget import occurrences
+    from tests.integration.ledger_helpers import occurrences
 
     assert occurrences(store, mark) == {}
 

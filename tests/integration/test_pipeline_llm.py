@@ -15,10 +15,9 @@ import pipeline
 from pipeline.db.store import Store, open_store
 from pipeline.extract.llm import LlmClient
 from pipeline.extract.prompting import PROMPT_NAME
-from tests.integration.cassettes import cassette
+from tests.integration.cassettes import MODEL, cassette, recorded_tokens
+from tests.integration.cassettes import settings as llm_settings
 from tests.integration.pipeline_helpers import TENANT, episode
-from tests.integration.test_extract_cassettes import MODEL, recorded_tokens
-from tests.integration.test_extract_cassettes import settings as llm_settings
 
 # Nothing the rules extractor matches: only the model can read anything from it (and this
 # one, recorded, the small model answered in valid JSON: see tests/cassettes/README.md).

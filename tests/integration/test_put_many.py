@@ -32,7 +32,8 @@ from pipeline.errors import (
 )
 from pipeline.ledger.results import PutResult
 from pipeline.settings import Settings
-from tests.conftest import FrozenClock, _create_database, empty_database
+from tests.databases import create_database, empty_database
+from tests.factories import FrozenClock
 from tests.integration.batch_helpers import Outcome, first_difference, snapshot
 from tests.integration.ledger_helpers import count_rows, ledger_counts, timeline
 
@@ -51,7 +52,7 @@ def sequential_postgres_url(postgres_url: str) -> str:
     """A second Postgres database beside the test database, migrated once per session."""
     parsed = make_url(postgres_url)
     url = parsed.set(database=f"{parsed.database}_sequential").render_as_string(False)
-    _create_database(url)
+    create_database(url)
     store = Store(Settings(database_url=url))
     store.upgrade()
     store.dispose()

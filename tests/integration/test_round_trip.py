@@ -16,45 +16,7 @@ import pipeline
 from pipeline.cli import run
 from pipeline.db.models import EpisodeRow, EventRow
 from pipeline.db.store import Store
-
-# Every field of the intake table in the README, none at its default.
-FULL_EPISODE: dict[str, Any] = {
-    "tenant_id": "acme",
-    "subject": "mira",
-    "session_id": "chat-9",
-    "source": "business_event",
-    "occurred_at": "2026-06-03T10:00:00+02:00",
-    "text": "Order 1182 shipped to Mira.",
-    "episode_id": "ep-full",
-    "agent_id": "support-bot",
-    "purpose": "orders",
-    "subject_names": ["Mira", "M. Jansen"],
-    "trust": "inferred",
-    "idempotency_key": "crm-1182",
-    "metadata": {"channel": "email", "ticket": {"id": 1182, "tags": ["vip"]}},
-    "actor": "crm-sync",
-}
-
-# Every field of a put (the README's import line), none at its default.
-FULL_PUT: dict[str, Any] = {
-    "tenant_id": "acme",
-    "subject": "mira",
-    "attribute": "home_city",
-    "value": "Lisbon",
-    "valid_from": "2026-06-03T08:00:00Z",
-    "valid_to": "2026-09-01T00:00:00Z",
-    "source_episode_id": "ep-full",
-    "agent_id": "support-bot",
-    "purpose": "orders",
-    "evidence": "I moved to Lisbon",
-    "trust": "inferred",
-    "confidence": 0.75,
-    "cardinality": "one",
-    "expires_at": "2027-01-01T00:00:00Z",
-    "expected_version": 0,
-    "idempotency_key": "put-full",
-    "actor": "crm-import",
-}
+from tests.factories import FULL_EPISODE, FULL_PUT
 
 
 def check_episode_stored(store: Store, sent: dict[str, Any]) -> None:

@@ -25,6 +25,7 @@ from pipeline.ledger.log import decision_log
 from pipeline.ledger.promote import promote
 from pipeline.read.context import assemble
 from schemas.facts import Fact
+from tests.factories import fact_command
 
 AGENTS = ["a0", "a1"]
 PURPOSES = ["p0", "p1"]
@@ -333,14 +334,9 @@ def test_reads_never_cross_tenant_agent_or_purpose(store: Store, database_url: s
 
 
 def fact(tenant: str, subject: str, attribute: str, value: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "tenant_id": tenant,
-        "subject": subject,
-        "attribute": attribute,
-        "value": value,
-        "valid_from": STARTS[0],
-        "source_episode_id": f"ep-{uuid.uuid4().hex[:8]}",
-    } | extra
+    episode = f"ep-{uuid.uuid4().hex[:8]}"
+    key = {"tenant_id": tenant, "subject": subject, "attribute": attribute, "value": value}
+    return fact_command(**key, valid_from=STARTS[0], source_episode_id=episode) | extra
 
 
 def table_state(store: Store) -> dict[str, Any]:

@@ -11,7 +11,8 @@ from sqlalchemy import select
 import pipeline
 from pipeline.db.models import FactRow
 from pipeline.db.store import Store
-from tests.conftest import FrozenClock, empty_database
+from tests.databases import empty_database
+from tests.factories import FrozenClock
 from tests.integration.ledger_helpers import all_rows
 
 KEY = {"tenant_id": "acme", "subject": "mira", "source_episode_id": "e1"}

@@ -16,7 +16,7 @@ import pipeline
 from pipeline.db.store import Store
 from pipeline.errors import FactConflict, InvalidInput, TrustRejected
 from schemas.facts import FactStatus, Trust
-from tests.conftest import FrozenClock
+from tests.factories import FrozenClock
 from tests.integration.ledger_helpers import (
     assert_no_overlap,
     count_rows,

@@ -144,3 +144,37 @@ def test_the_check_sees_uphill_and_lazy_imports() -> None:
         "pipeline.ledger.write imports pipeline.consolidation",
     ]
     assert uphill("schemas.facts", {"pipeline.errors"}) != []
+
+
+def _test_imports(source: str) -> set[str]:
+    """The modules of `tests` that `source` imports, as dotted names."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module is not None:
+            names |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+    return {name for name in names if name.split(".")[0] == "tests"}
+
+
+def _borrowed(names: set[str]) -> list[str]:
+    return sorted(
+        name for name in names if name.rpartition(".")[2].startswith("test_") or "conftest" in name
+    )
+
+
+def test_no_test_module_imports_another_test_module_or_conftest() -> None:
+    """Shared helpers live in tests/factories.py, tests/databases.py or a `*_helpers` module:
+    importing a test module runs (and may collect) its tests twice."""
+    found = {
+        str(path.relative_to(ROOT)): borrowed
+        for path in sorted((ROOT / "tests").rglob("*.py"))
+        if (borrowed := _borrowed(_test_imports(path.read_text(encoding="utf-8"))))
+    }
+    assert found == {}
+    probe = "from tests.conftest import FrozenClock\nfrom tests.integration import test_forget\n"
+    assert _borrowed(_test_imports(probe)) == [
+        "tests.conftest",
+        "tests.conftest.FrozenClock",
+        "tests.integration.test_forget",
+    ]

@@ -12,21 +12,15 @@ from pipeline.errors import InvalidInput
 from pipeline.ledger.checks import check_put
 from pipeline.settings import Settings
 from schemas.commands import PutFact
+from tests.factories import fact_command
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
-CATALOG = load_catalog(None)
+CATALOG = load_catalog(None, "support")
 SETTINGS = Settings(database_url="sqlite:///unused.sqlite3", max_value_bytes=64)
 
 
 def _command(**fields: Any) -> PutFact:
-    base = {
-        "tenant_id": "acme",
-        "subject": "mira",
-        "attribute": "account_plan",
-        "value": "Pro",
-        "valid_from": "2026-01-01T00:00:00Z",
-        "source_episode_id": "crm",
-    }
+    base = fact_command(attribute="account_plan", value="Pro", source_episode_id="crm")
     return PutFact.model_validate(base | fields)
 
 

@@ -1,7 +1,8 @@
 """Facts: write one (PUT /v1/facts), read what holds, a timeline, and the context for a model.
 
-A fact's `version` is its ETag; PUT sends the version it read in If-Match (a stale one is
-412, and `"0"` means "nothing held at valid_from").
+A GET of a single-valued attribute sends the key's state tag as its ETag
+(pipeline/ledger/state_tag.py; `"0"`: nothing held); PUT sends it back in If-Match, and any
+write to the key since then makes it 412. Promote's If-Match is the quarantined fact's version.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pipeline.api.conventions import (
     IfMatchHeader,
     Opened,
     etag,
+    expected_state,
     expected_version,
     given,
     idempotency_key,
@@ -61,13 +63,17 @@ def put_fact(
     if_match: IfMatchHeader = None,
 ) -> PutResult:
     """201 with the new fact; 200 when the ledger already held the value (a restatement, or
-    a retry with the same Idempotency-Key). The answer's ETag is the fact's version."""
+    a retry with the same Idempotency-Key). If-Match: the key's ETag as read; the answer's
+    ETag is the key's state after the write."""
     fields = bind(key, body.model_dump(exclude_unset=True)) | {"actor": key.key_id}
     fields = idempotency_key(idempotency, fields)
-    fields["expected_version"] = expected_version(if_match)
+    fields["expected_state"] = expected_state(if_match)
     result = pipeline.put(store, fields)
     response.status_code = 201 if result.written else 200
-    response.headers["ETag"] = etag(result.fact.version)
+    if result.state is not None:
+        response.headers["ETag"] = etag(result.state)
+    elif result.fact.cardinality is Cardinality.ONE:  # a repeated key: read the state now
+        response.headers["ETag"] = etag(operations.state_tag(store, result.fact))
     return result
 
 
@@ -87,8 +93,9 @@ def get_facts(
     known_at: Text = None,
     include_quarantined: bool = False,
 ) -> list[Fact]:
-    """With a single-valued `attribute`, the ETag is the holding fact's version (`"0"`: none),
-    the value to send in If-Match. `include_quarantined` needs the reviewer role."""
+    """With a single-valued `attribute` (and no `known_at`), the ETag names the key's state
+    (`"0"`: nothing held), to send in If-Match. `include_quarantined` needs the reviewer
+    role."""
     found = operations.facts(
         store,
         key,
@@ -100,8 +107,9 @@ def get_facts(
         include_quarantined=include_quarantined,
     )
     spec = store.catalog.attributes.get(attribute) if attribute is not None else None
-    if spec is not None and spec.cardinality is Cardinality.ONE:
-        response.headers["ETag"] = etag(found[0].version if found else 0)
+    single = spec is not None and spec.cardinality is Cardinality.ONE
+    if attribute is not None and single and known_at is None:
+        response.headers["ETag"] = etag(operations.read_tag(store, key, subject, attribute, named))
     return found
 
 

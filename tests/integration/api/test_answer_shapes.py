@@ -167,6 +167,10 @@ def test_every_answer_is_its_documented_model_and_the_python_apis_answer(
         log = shapes.check(api.get("/v1/log"), "/v1/log", 200)
         assert plain(pipeline.decision_log(store, scope | {"limit": 100})) == log
 
+        # What the model lane spent (nothing: the rules read every episode here).
+        usage = shapes.check(api.get("/v1/usage"), "/v1/usage", 200)
+        assert plain(pipeline.llm_usage(store, scope)) == usage
+
         # Keys.
         created = shapes.check(api.post("/v1/keys", json={"role": "reader"}), "/v1/keys", 201)
         listed = shapes.check(api.get("/v1/keys"), "/v1/keys", 200)

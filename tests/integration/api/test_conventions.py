@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -112,7 +113,6 @@ def test_of_concurrent_writers_with_one_if_match_exactly_one_wins(
             params={"attribute": "home_city", "at": "2026-03-01T00:00:00Z"},
         )
     tag = read.headers["ETag"]
-    assert tag == '"3"'  # Utrecht, closed twice
     racers = [
         (
             "PUT",
@@ -134,6 +134,68 @@ def test_of_concurrent_writers_with_one_if_match_exactly_one_wins(
             params={"attribute": "home_city", "at": "2026-03-01T00:00:00Z"},
         )
     assert [fact["value"] for fact in now.json()] == [winner]
+
+
+def test_a_stale_etag_is_refused_even_when_a_new_fact_has_the_same_version(
+    server: Server, keys: Keys
+) -> None:
+    """Two writers read the same ETag; the first writes a new fact (version 1, like the one
+    both read). The second's If-Match must not match the newer fact."""
+    secret = keys("writer")
+    with server.client(secret) as api:
+        api.put("/v1/facts", json=fact_body(valid_from="2026-01-01T00:00:00Z"))
+        tag = api.get("/v1/subjects/mira/facts", params={"attribute": "home_city"}).headers["ETag"]
+        first = api.put(
+            "/v1/facts",
+            json=fact_body(value="Paris", valid_from="2026-03-01T00:00:00Z"),
+            headers={"If-Match": tag},
+        )
+        second = api.put(
+            "/v1/facts",
+            json=fact_body(value="Rome", valid_from="2026-03-01T00:00:00Z"),
+            headers={"If-Match": tag},
+        )
+        now = api.get("/v1/subjects/mira/facts", params={"attribute": "home_city"})
+
+    assert first.status_code == 201
+    assert first.json()["fact"]["version"] == 1  # the version the stale reader also saw
+    assert (second.status_code, second.json()["type"]) == (412, "urn:sgam:problem:version-conflict")
+    assert second.json()["expected_etag"] == tag
+    assert second.json()["current_etag"] == first.headers["ETag"] == now.headers["ETag"]
+    assert [fact["value"] for fact in now.json()] == ["Paris"]
+
+
+@pytest.mark.parametrize("held", ["a fact", "nothing"])
+def test_of_16_concurrent_writers_with_one_etag_exactly_one_wins_whatever_their_valid_from(
+    server: Server, keys: Keys, held: str
+) -> None:
+    secret = keys("writer")
+    with server.client(secret) as api:
+        if held == "a fact":
+            api.put("/v1/facts", json=fact_body(valid_from="2026-03-01T00:00:00Z"))
+        read = api.get("/v1/subjects/mira/facts", params={"attribute": "home_city"})
+    tag = read.headers["ETag"]
+    assert (tag == '"0"') == (held == "nothing")
+    # Before, at, and after the fact that holds; each writer a day of its own.
+    racers = [
+        (
+            "PUT",
+            "/v1/facts",
+            {
+                "json": fact_body(value=f"City{i}", valid_from=f"2026-{1 + i // 4:02d}-1{i % 4}"),
+                "headers": {"If-Match": tag},
+            },
+        )
+        for i in range(16)
+    ]
+    answers = _race(server, secret, racers)
+
+    assert sorted(answer.status_code for answer in answers) == [201] + [412] * 15
+    winner = next(answer for answer in answers if answer.status_code == 201)
+    with server.client(secret) as api:
+        timeline = api.get("/v1/subjects/mira/attributes/home_city/history").json()
+    written = {fact["value"] for fact in timeline} - {"Utrecht"}
+    assert written == {winner.json()["fact"]["value"]}
 
 
 def test_of_concurrent_promotions_with_one_if_match_exactly_one_wins(
@@ -184,6 +246,24 @@ def test_each_key_has_its_own_token_bucket(limited: Server, store: Store, tenant
     assert unaffected == 200
 
 
+def test_unknown_keys_are_rate_limited_per_client_address(
+    limited: Server, store: Store, tenant: str
+) -> None:
+    with limited.client(f"sgam_nosuchkey_{tenant}") as guesser:
+        statuses = [guesser.get("/v1/subjects/mira/facts").status_code for _ in range(8)]
+        refused = guesser.get("/v1/subjects/mira/facts")
+    secret = create_key(store, {"tenant_id": tenant, "role": "reader"})[1]
+    time.sleep(int(refused.headers["Retry-After"]) + 0.5)  # the address's bucket refills
+    with limited.client(secret) as api:
+        valid = api.get("/v1/subjects/mira/facts").status_code
+
+    assert statuses[:3] == [401, 401, 401]  # the burst of refused keys
+    assert set(statuses[3:]) == {429}  # then no lookup at all until the bucket refills
+    assert refused.json()["type"] == "urn:sgam:problem:rate-limited"
+    assert int(refused.headers["Retry-After"]) >= 1
+    assert valid == 200
+
+
 def test_with_a_broker_episodes_wait_in_the_queue(
     limited: Server, store: Store, tenant: str
 ) -> None:
@@ -223,7 +303,8 @@ def test_not_ready_while_the_broker_is_down(
     assert ready.status_code == 503
     assert ready.json()["checks"] == {"database": "ok", "broker": "unreachable"}
     assert ingested.json()["broker_down"] is True  # stored: the sweeper queues it later
-    assert ingested.json()["receipts"][0]["status"] == "queued"
+    assert ingested.status_code == 202
+    assert ingested.json()["receipts"][0]["status"] == "stored"  # not "queued": nothing was
     assert metrics.status_code == 200  # the pipeline's gauges, without the broker's depth
     assert 'sgam_episodes{state="pending"}' in metrics.text
     assert "sgam_queue_depth{" not in metrics.text
@@ -263,7 +344,7 @@ def test_several_processes_share_the_rate_limit_and_sum_their_metrics(
 def test_serve_refuses_an_outdated_schema(postgres_url: str, tmp_path: Path) -> None:
     from sqlalchemy import make_url
 
-    from tests.conftest import _create_database as create_database
+    from tests.databases import create_database as create_database
 
     url = make_url(postgres_url)
     empty = url.set(database=f"{url.database}_http_empty").render_as_string(hide_password=False)

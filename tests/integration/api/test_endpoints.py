@@ -62,11 +62,11 @@ def test_put_get_history_and_etags(server: Server, keys: Keys) -> None:
         )
 
     assert (first.status_code, first.json()["written"]) == (201, True)
-    assert first.headers["ETag"] == '"1"'
+    assert first.headers["ETag"] not in ('"0"', '"1"')  # the key's state, not a version
     assert (again.status_code, again.json()["written"]) == (200, False)
     assert moved.status_code == 201
     assert [f["value"] for f in now.json()] == ["Paris"]
-    assert now.headers["ETag"] == f'"{now.json()[0]["version"]}"'
+    assert now.headers["ETag"] == moved.headers["ETag"]  # nothing written since
     assert [f["value"] for f in before.json()] == ["Utrecht"]
     assert (nothing.json(), nothing.headers["ETag"]) == ([], '"0"')
     assert [f["value"] for f in timeline.json()] == ["Utrecht", "Paris"]

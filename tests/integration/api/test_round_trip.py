@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.api.conftest import Keys, Server
-from tests.integration.test_round_trip import FULL_EPISODE, FULL_PUT
+from tests.factories import FULL_EPISODE, FULL_PUT
+from tests.integration.server_helpers import Keys, Server
 
 pytestmark = pytest.mark.postgres
 

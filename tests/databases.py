@@ -1,0 +1,40 @@
+"""The test databases: the PostgreSQL one named by SGAM_TEST_POSTGRES_URL (created when
+missing), and emptying a database between tests. Every database a test creates derives its
+name from SGAM_TEST_POSTGRES_URL, so parallel runs on one server never collide."""
+
+from __future__ import annotations
+
+import os
+
+from sqlalchemy import create_engine, make_url, text
+
+from pipeline.db.models import Base
+
+POSTGRES_URL = os.environ.get(
+    "SGAM_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/sgam_test"
+)
+TABLES = tuple(table.name for table in Base.metadata.sorted_tables)
+
+
+def create_database(url: str) -> None:
+    parsed = make_url(url)
+    admin = create_engine(parsed.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        exists = connection.execute(
+            text("SELECT 1 FROM pg_database WHERE datname = :name"), {"name": parsed.database}
+        ).first()
+        if not exists:
+            connection.execute(text(f'CREATE DATABASE "{parsed.database}"'))
+    admin.dispose()
+
+
+def empty_database(url: str) -> None:
+    """Delete every row of every table (and restart Postgres's id sequences)."""
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        if engine.dialect.name == "postgresql":
+            connection.execute(text(f"TRUNCATE {', '.join(TABLES)} RESTART IDENTITY"))
+        else:
+            for table in reversed(Base.metadata.sorted_tables):
+                connection.execute(table.delete())  # rowids restart: no AUTOINCREMENT
+    engine.dispose()
