@@ -25,6 +25,7 @@ from pipeline.db.store import Store
 from pipeline.errors import InvalidInput, InvalidLines
 from pipeline.hot_path import Remembered
 from pipeline.ledger.forget import ForgetResult
+from pipeline.ledger.results import PutResult
 from pipeline.ledger.slots import SlotKey
 from pipeline.ledger.state_tag import read_state_tag
 from pipeline.read.context import Context
@@ -218,3 +219,18 @@ def forget(
         "actor": key.key_id,
     }
     return pipeline.forget(store, idempotency_key(idempotency, command))
+
+
+def dismiss(
+    store: Store,
+    key: ApiKey,
+    fact_id: str,
+    *,
+    reason: str | None = None,
+    idempotency: str | None = None,
+) -> PutResult:
+    """Refuse a quarantined fact of the key's scope: hidden for good, never promoted."""
+    fact_id = identifier("fact_id", fact_id)
+    require_owned(store, key, "fact", fact_id)
+    command = {"tenant_id": key.tenant_id, "fact_id": fact_id, "actor": key.key_id}
+    return pipeline.dismiss(store, idempotency_key(idempotency, command | given(reason=reason)))

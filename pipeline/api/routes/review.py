@@ -8,9 +8,10 @@ from fastapi import APIRouter
 import pipeline
 from pipeline.api import operations
 from pipeline.api.access import Reviewer, bind
-from pipeline.api.conventions import Opened, given, identifier
+from pipeline.api.conventions import IdempotencyHeader, Opened, given, identifier
 from pipeline.api.operations import CandidateFilter
 from pipeline.api.problems import Forbidden
+from pipeline.ledger.results import PutResult
 from schemas.facts import Fact
 from schemas.lifecycle import CandidateStatus
 from schemas.results import Decided, LoggedDecision, StoredCandidate
@@ -88,3 +89,19 @@ def decision_log(
     query = {"tenant_id": key.tenant_id, "limit": limit, "oldest_first": oldest_first}
     query |= given(subject=subject, since=since, until=until)
     return pipeline.decision_log(store, query)
+
+
+@router.post(
+    "/facts/{fact_id}/dismiss",
+    summary="Refuse a quarantined fact: hidden for good, never promoted",
+    response_model=PutResult,
+)
+def dismiss_fact(
+    fact_id: str,
+    key: Reviewer,
+    store: Opened,
+    reason: str | None = None,
+    idempotency: IdempotencyHeader = None,
+) -> PutResult:
+    """409 (`not-quarantined`) when the fact is not quarantined; `reason` goes to the log."""
+    return operations.dismiss(store, key, fact_id, reason=reason, idempotency=idempotency)

@@ -164,6 +164,16 @@ def test_every_answer_is_its_documented_model_and_the_python_apis_answer(
             api.post(f"/v1/facts/{held['fact_id']}/promote"), "/v1/facts/{fact_id}/promote", 200
         )
         assert promoted["fact"]["trust"] == "verified"
+        refused = fact_body(
+            subject="lena", attribute="employer", value="Initech", trust="untrusted"
+        )
+        held = shapes.check(api.put("/v1/facts", json=refused), "/v1/facts", 201)
+        dismissed = shapes.check(
+            api.post(f"/v1/facts/{held['fact']['fact_id']}/dismiss"),
+            "/v1/facts/{fact_id}/dismiss",
+            200,
+        )
+        assert dismissed["fact"]["fact_id"] == held["fact"]["fact_id"]
         log = shapes.check(api.get("/v1/log"), "/v1/log", 200)
         assert plain(pipeline.decision_log(store, scope | {"limit": 100})) == log
 
