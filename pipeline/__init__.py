@@ -80,12 +80,14 @@ if TYPE_CHECKING:
         Retried,
         StoredCandidate,
         StoredEpisode,
+        SupportedCandidate,
     )
 
 _LAZY = {
     "IssuedKey": "pipeline.access.keys",
     "StoredEpisode": "schemas.results",
     "StoredCandidate": "schemas.results",
+    "SupportedCandidate": "schemas.results",
     "Retried": "schemas.results",
     "Rejection": "schemas.results",
     "LoggedDecision": "schemas.results",
@@ -209,6 +211,7 @@ __all__ = [
     "StoreUnavailable",
     "StoredCandidate",
     "StoredEpisode",
+    "SupportedCandidate",
     "TrustRejected",
     "Unit",
     "VersionConflict",

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from schemas.buffer import SupportRecord
 from schemas.episodes import SourceKind
 from schemas.facts import Fact, JsonValue, Trust
 from schemas.fields import UtcInstant
@@ -83,6 +84,13 @@ class StoredCandidate(Result):
     decided_at: UtcInstant | None
     fact_id: str | None
     reason: str | None
+
+
+class SupportedCandidate(StoredCandidate):
+    """A candidate as `list_candidates` has it: with every supporting episode (its evidence is
+    erased by a purge), so a reviewer decides on the statements themselves."""
+
+    supporting: list[SupportRecord] = Field(description="every supporting episode")
 
 
 class LoggedDecision(Result):

@@ -32,7 +32,7 @@ from pipeline.read.context import Context
 from pipeline.validation import invalid_field
 from schemas.facts import Fact
 from schemas.lifecycle import CandidateStatus, ReceiptStatus
-from schemas.results import Decided, IngestReport, StoredCandidate
+from schemas.results import Decided, IngestReport, SupportedCandidate
 
 Json = dict[str, Any]
 CandidateFilter = CandidateStatus | Literal["all"]
@@ -182,7 +182,7 @@ def candidates(
     subject: str | None = None,
     status: CandidateFilter = CandidateStatus.BUFFERED,
     limit: int = 100,
-) -> list[StoredCandidate]:
+) -> list[SupportedCandidate]:
     """The recurrence buffer; `status` "all" lists every state."""
     query = bind(key, {}) | {"status": None if status == "all" else status, "limit": limit}
     if subject is not None:

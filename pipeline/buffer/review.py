@@ -15,14 +15,15 @@ from pipeline.buffer.candidates import (
     close,
     settle,
 )
-from pipeline.db.models import CandidateRow
+from pipeline.db.models import CandidateRow, SupportRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.validation import parse
+from schemas.buffer import SupportRecord
 from schemas.facts import Trust
 from schemas.fields import Identifier
 from schemas.lifecycle import CandidateStatus
-from schemas.results import Decided, StoredCandidate
+from schemas.results import Decided, StoredCandidate, SupportedCandidate
 
 
 class CandidateQuery(BaseModel):
@@ -48,7 +49,7 @@ class CandidateCommand(BaseModel):
 
 def list_candidates(
     store: Store, query: CandidateQuery | Mapping[str, Any]
-) -> list[StoredCandidate]:
+) -> list[SupportedCandidate]:
     query = parse(CandidateQuery, query)
     statement = select(CandidateRow).where(
         CandidateRow.tenant_id == query.tenant_id, CandidateRow.forgotten_at.is_(None)
@@ -64,7 +65,20 @@ def list_candidates(
         statement = statement.where(CandidateRow.status == query.status)
     statement = statement.order_by(CandidateRow.created_at).limit(query.limit)
     with store.begin() as unit:
-        return [StoredCandidate.model_validate(row) for row in unit.session.scalars(statement)]
+        rows = list(unit.session.scalars(statement))
+        supports: dict[str, list[SupportRecord]] = {row.candidate_id: [] for row in rows}
+        if rows:  # a reviewer decides on the statements themselves: each supporting episode
+            supporting = select(SupportRow).where(SupportRow.candidate_id.in_(list(supports)))
+            for support in unit.session.scalars(supporting.order_by(SupportRow.occurred_at)):
+                supports[support.candidate_id].append(
+                    SupportRecord.model_validate(support, from_attributes=True)
+                )
+        return [
+            SupportedCandidate(
+                **dict(StoredCandidate.model_validate(row)), supporting=supports[row.candidate_id]
+            )
+            for row in rows
+        ]
 
 
 def confirm(store: Store, command: CandidateCommand | Mapping[str, Any]) -> Decided:

@@ -26,7 +26,7 @@ from pipeline.ledger.forget import ForgetResult
 from pipeline.read.context import Context
 from schemas.facts import Fact
 from schemas.fields import Identifier
-from schemas.results import Decided, IngestReport, StoredCandidate
+from schemas.results import Decided, IngestReport, SupportedCandidate
 
 Answer = BaseModel  # a result model; the server sends its JSON form
 SCOPE = ("tenant_id", "agent_id", "purpose")
@@ -160,7 +160,7 @@ class Tool:
     description: str
     arguments: type[Scoped]
     answer: Any  # the answer's type; a list is sent as {"result": [...]}
-    run: Callable[[Store, ApiKey, Any], Answer | list[Fact] | list[StoredCandidate]]
+    run: Callable[[Store, ApiKey, Any], Answer | list[Fact] | list[SupportedCandidate]]
     read_only: bool = True
     destructive: bool = False
     idempotent: bool = True
@@ -204,7 +204,7 @@ def _context(store: Store, key: ApiKey, given: Any) -> Answer:
     return operations.context(store, key, given.subject, {}, **options)
 
 
-def _candidates(store: Store, key: ApiKey, given: Any) -> list[StoredCandidate]:
+def _candidates(store: Store, key: ApiKey, given: Any) -> list[SupportedCandidate]:
     return operations.candidates(store, key, subject=given.subject)
 
 
@@ -273,7 +273,7 @@ TOOLS: dict[str, Tool] = {
             "Statements waiting in the recurrence buffer (heard, not yet believed), with how "
             "often each was heard; confirm or reject them by candidate_id.",
             CandidatesArguments,
-            list[StoredCandidate],
+            list[SupportedCandidate],
             _candidates,
         ),
         Tool(

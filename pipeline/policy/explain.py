@@ -18,7 +18,7 @@ from pipeline.db.store import Store
 from pipeline.policy.apply import promotion_rule
 from pipeline.validation import parse
 from schemas.fields import format_utc
-from schemas.results import StoredCandidate
+from schemas.results import SupportedCandidate
 
 
 class Support(BaseModel):
@@ -30,7 +30,7 @@ class Support(BaseModel):
 
 
 class CandidateReview(BaseModel):
-    candidate: StoredCandidate = Field(description="the candidate as `list_candidates` has it")
+    candidate: SupportedCandidate = Field(description="the candidate as `list_candidates` has it")
     needs_sessions: int | None = Field(description="sessions that promote it; null: confirm only")
     window_days: float | None = Field(description="within how many days; null: not catalogued")
     sessions_in_window: int = Field(description="distinct supporting sessions in the window")

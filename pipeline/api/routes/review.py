@@ -14,7 +14,7 @@ from pipeline.api.problems import Forbidden
 from pipeline.ledger.results import PutResult
 from schemas.facts import Fact
 from schemas.lifecycle import CandidateStatus
-from schemas.results import Decided, LoggedDecision, StoredCandidate
+from schemas.results import Decided, LoggedDecision, SupportedCandidate
 
 router = APIRouter(prefix="/v1", tags=["review"])
 
@@ -22,7 +22,7 @@ router = APIRouter(prefix="/v1", tags=["review"])
 @router.get(
     "/candidates",
     summary="Candidates waiting in the recurrence buffer, with their support",
-    response_model=list[StoredCandidate],
+    response_model=list[SupportedCandidate],
 )
 def list_candidates(
     key: Reviewer,
@@ -30,7 +30,7 @@ def list_candidates(
     subject: str | None = None,
     status: CandidateFilter = CandidateStatus.BUFFERED,
     limit: int = 100,
-) -> list[StoredCandidate]:
+) -> list[SupportedCandidate]:
     """`status`: a candidate status (buffered by default), or all."""
     return operations.candidates(store, key, subject=subject, status=status, limit=limit)
 
