@@ -56,6 +56,18 @@ class Settings(BaseSettings):
         default=2, ge=0, le=10, description="re-asks after an answer that fails validation"
     )
     llm_max_tokens: int = Field(default=1024, ge=16, le=32_768, description="per answer")
+    llm_context_turns: int = Field(
+        default=6,
+        ge=0,
+        le=50,
+        description="earlier turns of the session the model sees as context (0: none)",
+    )
+    llm_context_tokens: int = Field(
+        default=600,
+        ge=0,
+        le=32_768,
+        description="the most those earlier turns may take of the prompt (estimated tokens)",
+    )
     llm_concurrency: int = Field(
         default=32, ge=1, le=1024, description="model requests a process keeps in flight"
     )

@@ -70,7 +70,7 @@ class ModelBackend:
 
     def extract(self, episode: Episode, context: ExtractionContext) -> ExtractionResult:
         answer, usage = self._client().ask(
-            render_messages(episode, context.catalog, context.current),
+            render_messages(episode, context.catalog, context.current, context.earlier),
             response_model(context.catalog),
             prompt_version=PROMPT_NAME,
         )

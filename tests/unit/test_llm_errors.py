@@ -109,7 +109,7 @@ def test_the_happy_path_is_one_call() -> None:
     assert (usage.extractor, usage.model, usage.prompt_version) == (
         "llm:test-model",
         "test-model",
-        "extract/v1",
+        "extract/v2",
     )
     request = endpoint.requests[0]
     assert request["model"] == "test-model"
