@@ -4,6 +4,7 @@ reason, prompt tokens; then the rules extractor over every LoCoMo turn.
     .venv/bin/python bench/extract_eval.py                       # rules, estimated tokens
     .venv/bin/python bench/extract_eval.py --extractor llm       # also the SGAM_LLM_* endpoint
     .venv/bin/python bench/extract_eval.py --tokenize-url http://127.0.0.1:8765/v1
+    .venv/bin/python bench/extract_eval.py --base-url URL --model M   # MSC and BEAM, your model
 
 A match is (subject, attribute, normalised value, valid_from date in the episode's offset).
 "Covered" episodes state their facts in forms the rules extractor reads (and the negatives);
@@ -19,6 +20,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import extract_llm_eval as llm_eval
 from extract_locomo import DEFAULT_LOCOMO, locomo_episodes, prompt_sizes, rules_run
 from extract_tokens import TEMPLATE_TOKENS, token_counter
 
@@ -208,8 +210,12 @@ def main() -> None:
     )
     parser.add_argument("--skip-locomo", action="store_true")
     parser.add_argument("--llm-limit", type=int, help="ask the endpoint about the first N only")
+    llm_eval.add_arguments(parser)
     args = parser.parse_args()
-    catalog = load_catalog(None)
+    if args.base_url:  # your model on MSC and BEAM (bench/extract_llm_eval.py), nothing else
+        llm_eval.run(llm_eval.settings_from(args), msc_dialogs=args.msc_dialogs)
+        return
+    catalog = load_catalog(None, "support")  # the labelled set speaks of the support attributes
     cases = load_cases(args.data)
     english = [case for case in cases if case["category"] != "non_english"]
     offline = Settings(_env_file=None)  # type: ignore[call-arg]

@@ -26,6 +26,7 @@ from pipeline.errors import (
     NotFound,
     NotQuarantined,
     PermanentError,
+    PurgeBlocked,
     RetryableError,
     SgamError,
     StoreBusy,
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from pipeline.episodes.drive import retry, retry_episode, sweep
     from pipeline.episodes.intake import IngestReport, Receipt, ingest
     from pipeline.episodes.states import list_episodes, show_episode
+    from pipeline.episodes.usage import llm_usage
     from pipeline.extract.llm import LlmClient
     from pipeline.extract.result import ExtractionResult
     from pipeline.hot_path import Remembered, remember
@@ -78,6 +80,7 @@ _LAZY = {
     "Receipt": "pipeline.episodes.intake",
     "ingest": "pipeline.episodes.intake",
     "list_episodes": "pipeline.episodes.states",
+    "llm_usage": "pipeline.episodes.usage",
     "show_episode": "pipeline.episodes.states",
     "Remembered": "pipeline.hot_path",
     "remember": "pipeline.hot_path",
@@ -155,6 +158,7 @@ __all__ = [
     "NotFound",
     "NotQuarantined",
     "PermanentError",
+    "PurgeBlocked",
     "PutOutcome",
     "PutResult",
     "Receipt",
@@ -188,6 +192,7 @@ __all__ = [
     "list_episodes",
     "list_keys",
     "list_quarantined",
+    "llm_usage",
     "load_settings",
     "open_store",
     "promote",

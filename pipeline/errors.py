@@ -20,6 +20,7 @@ SgamError
 └── RetryableError              transient; the same call may succeed later
     ├── StoreBusy               lock timeouts or deadlocks outlasted the bounded retries
     ├── StoreUnavailable        the database cannot be reached or opened
+    ├── PurgeBlocked            old transactions outlasted purge-vacuum's wait: nothing rewritten
     └── LlmUnavailable          the LLM endpoint failed (unreachable, timeout, 429, 5xx, an
                                 answer cut short) through every retry or past the deadline
 
@@ -158,6 +159,15 @@ class StoreBusy(RetryableError):
 
 class StoreUnavailable(RetryableError):
     """The database could not be reached or opened."""
+
+
+class PurgeBlocked(RetryableError):
+    """Transactions older than `sgam purge-vacuum` stayed open through its bounded wait: they
+    may still see purged row versions, so the tables were not rewritten. `pids` names them."""
+
+    def __init__(self, message: str, *, pids: list[int]) -> None:
+        super().__init__(message)
+        self.pids = pids
 
 
 class LlmUnavailable(LlmFailure, RetryableError):

@@ -22,7 +22,12 @@ class Settings(BaseSettings):
     )
     catalog_path: Path | None = Field(
         default=None,
-        description="YAML or TOML memory-schema catalogue; None uses the bundled default",
+        description="YAML or TOML memory-schema catalogue; None uses the bundled `catalog`",
+    )
+    catalog: Literal["personal", "support"] = Field(
+        default="personal",
+        description="the bundled catalogue used when catalog_path is unset: personal (what "
+        "people tell an assistant about themselves) or support (a support product's attributes)",
     )
     max_value_bytes: int = Field(default=64 * 1024, gt=0, description="UTF-8 size of a value")
     write_retries: int = Field(
@@ -170,6 +175,13 @@ class Settings(BaseSettings):
     consolidate_cron: str = Field(
         default="0 3 * * *", description="when beat runs consolidation (UTC, crontab syntax)"
     )
+    worker_metrics_port: int | None = Field(
+        default=None,
+        ge=1,
+        le=65535,
+        description="a worker serves its Prometheus metrics on this port (sgam worker "
+        "--metrics-port sets it, with PROMETHEUS_MULTIPROC_DIR)",
+    )
     task_time_limit_s: int = Field(
         default=300, ge=10, description="a worker task is killed after this"
     )
@@ -186,6 +198,34 @@ class Settings(BaseSettings):
     @property
     def llm_configured(self) -> bool:
         return self.llm_base_url is not None
+
+    @field_validator("broker_url")
+    @classmethod
+    def _broker_url(cls, url: str | None) -> str | None:
+        if url is None or not url.strip():
+            return None
+        from kombu.transport import TRANSPORT_ALIASES
+
+        scheme, separator, _ = url.partition("://")
+        if not separator or scheme not in TRANSPORT_ALIASES:
+            raise ValueError("must be a broker URL with its scheme, e.g. redis://127.0.0.1:6379/0")
+        return url
+
+    @field_validator("consolidate_cron")
+    @classmethod
+    def _cron(cls, cron: str) -> str:
+        fields = cron.split()
+        if len(fields) != 5:
+            raise ValueError("must have 5 fields: minute hour day-of-month month day-of-week")
+        if cron != "0 3 * * *":  # the default needs no check (and no import of Celery)
+            from celery.schedules import crontab
+
+            minute, hour, day_of_month, month_of_year, day_of_week = fields
+            try:
+                crontab(minute, hour, day_of_week, day_of_month, month_of_year)
+            except ValueError as exc:
+                raise ValueError(f"is not a crontab schedule: {exc}") from None
+        return cron
 
     @field_validator("database_url")
     @classmethod

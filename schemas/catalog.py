@@ -13,6 +13,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 
 from schemas.facts import Cardinality
 from schemas.fields import MAX_JSON_DEPTH, check_json, to_utc
+from schemas.forms import MAX_FORMS, literal_words, parse_form, value_slot
 
 _NAME = r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$"
 # The widths of the columns these names are stored in.
@@ -101,6 +102,15 @@ class AttributeSpec(BaseModel):
         description="extraction may attribute it to an entity the tenant already knows, not "
         "only to the episode's subject",
     )
+    forms: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_FORMS,
+        description="statement forms the rules extractor reads (schemas/forms.py)",
+    )
+    terms: list[str] = Field(
+        default_factory=list,
+        description="the values a {term} slot of the forms accepts (e.g. occupations)",
+    )
 
     @model_validator(mode="after")
     def _enum_has_values(self) -> AttributeSpec:
@@ -108,7 +118,32 @@ class AttributeSpec(BaseModel):
             raise ValueError("an enum attribute needs a non-empty 'values' list")
         if self.type is not ValueType.ENUM and self.values is not None:
             raise ValueError("'values' is only allowed on enum attributes")
+        for index, form in enumerate(self.forms):
+            problem = self._form_problem(form)
+            if problem:
+                raise ValueError(f"forms[{index}]: {problem}")
         return self
+
+    def _form_problem(self, form: str) -> str:
+        try:
+            parts = parse_form(form)
+        except ValueError as exc:
+            return str(exc)
+        slot = value_slot(parts)
+        if self.type is ValueType.JSON:
+            return "a json attribute has no forms: its values need a model"
+        if slot == "term" and not self.terms:
+            return f"{form!r} has a {{term}} slot but the attribute lists no 'terms'"
+        if slot == "term" and self.type is not ValueType.STRING:
+            return f"{form!r}: {{term}} is for string attributes; an enum's {{value}} is its values"
+        if slot in {"name", "phrase"} and self.type is not ValueType.STRING:
+            return f"{form!r}: {{{slot}}} is for string attributes"
+        if slot != "term" and self.type is ValueType.STRING and literal_words(parts) < 2:
+            return (
+                f"{form!r}: a string {{{slot}}} needs at least two words of the form beside it "
+                "(else it reads every clause), or use {term} with a list of terms"
+            )
+        return ""
 
     def normalise(self, value: Any) -> Any:
         """The stored form of `value`, or ValueError saying why it does not fit the type."""

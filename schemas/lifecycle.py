@@ -53,6 +53,7 @@ class ReceiptStatus(StrEnum):
     """What became of one episode handed in (`sgam ingest`, POST /v1/episodes, a retry)."""
 
     QUEUED = "queued"  # stored; a worker will process it
+    STORED = "stored"  # stored, but the broker could not be reached: the sweeper queues it
     DUPLICATE = "duplicate"  # seen before (its id or idempotency key): not stored again
     # Processed in the caller's process (inline mode, no broker configured):
     DONE = "done"

@@ -6,6 +6,7 @@ and emptied before each test that uses it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +19,12 @@ from pipeline.db.store import Store, open_store
 from pipeline.settings import Settings
 from tests.databases import POSTGRES_URL, create_database, empty_database
 from tests.factories import FrozenClock, isolated_settings
+
+# The suite was written against the support catalogue (passport_deadline, answer_style, ...):
+# every store, CLI run and subprocess of the tests selects it (and so does
+# `factories.isolated_settings`), unless a test picks another. Tests of the default personal
+# catalogue load it by name (`bundled_catalog("personal")`).
+os.environ["SGAM_CATALOG"] = "support"
 
 
 @pytest.fixture(scope="session")

@@ -30,8 +30,9 @@ class _OnlyGiven(Settings):
 
 def isolated_settings(**fields: Any) -> Settings:
     """Settings from `fields` and the defaults only: never the developer's SGAM_* environment
-    or a `.env` file, so a test runs alike on every machine."""
-    return _OnlyGiven(**fields)
+    or a `.env` file, so a test runs alike on every machine. The catalogue is the bundled
+    support one the suite was written against, unless `fields` names another."""
+    return _OnlyGiven(**({"catalog": "support"} | fields))
 
 
 class FrozenClock:

@@ -47,6 +47,9 @@ app.conf.update(
     # Redis redelivers an unacknowledged message after this; the sweeper is faster.
     broker_transport_options={"visibility_timeout": settings.episode_lease_s * 2},
     broker_connection_retry_on_startup=True,
+    # Ride out a broker outage of any length (Celery gives up after 100 attempts by default):
+    # the episodes wait in the database, and the sweeper re-queues what the broker lost.
+    broker_connection_max_retries=None,
     enable_utc=True,
     timezone="UTC",
     beat_schedule={
@@ -64,3 +67,8 @@ app.conf.update(
         },
     },
 )
+
+if settings.worker_metrics_port is not None:
+    from workers.metrics import serve_metrics
+
+    serve_metrics(settings.worker_metrics_port)

@@ -102,8 +102,11 @@ class Authenticate:
         cached = self.cache.get(presented, self.store.clock())
         if cached is not None:
             return cached
+        address = scope["client"][0] if scope.get("client") else "unknown"
+        await self.limiter.check_address(address)
         found = await anyio.to_thread.run_sync(authenticate, self.store, presented)
         if isinstance(found, str):
+            await self.limiter.refused(address)
             raise Unauthorized(REFUSED[found])
         self.cache.put(presented, found)
         return found

@@ -38,7 +38,10 @@ class Receipt(BaseModel):
 
 class Ingested(BaseModel):
     receipts: list[Receipt]
-    broker_down: bool = Field(description="stored, but the workers wait for the sweeper")
+    broker_down: bool = Field(
+        description="the broker could not be reached: the episodes are stored (`stored`) and "
+        "the sweeper queues them once it answers; nothing is lost"
+    )
 
 
 class Rejection(BaseModel):
@@ -123,7 +126,10 @@ class EpisodeShown(Episode):
 
 class Retried(BaseModel):
     episode_id: str
-    status: ReceiptStatus = Field(description="queued, or done/failed when processed inline")
+    status: ReceiptStatus = Field(
+        description="queued; stored (the broker was down: the sweeper queues it); duplicate; "
+        "or done/failed/pending when processed inline"
+    )
 
 
 class Forgotten(BaseModel):

@@ -32,7 +32,7 @@ from pipeline.api.problems import (
     problem_response,
 )
 from pipeline.api.ratelimit import RateLimiter
-from pipeline.api.routes import episodes, facts, health, keys, review, subjects
+from pipeline.api.routes import episodes, facts, health, keys, review, subjects, usage
 from pipeline.db.store import Store, open_store
 from pipeline.errors import SgamError
 from pipeline.mcp import http as mcp_http
@@ -78,7 +78,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     )
     app.state.store, app.state.limiter, app.state.metrics = store, limiter, metrics
     app.state.key_cache = cache
-    modules = (episodes, facts, review, subjects, keys, health)
+    modules = (episodes, facts, review, subjects, keys, usage, health)
     for module in modules:
         app.include_router(module.router)
     agents = mcp_http.mount(app, store)  # MCP for agents, streamable HTTP at /mcp

@@ -1,8 +1,11 @@
 """ASGI middleware that reads a request's body before any handler does: refused when it is
 larger than SGAM_API_MAX_BODY_BYTES (413, also for a chunked body that never says its
-length), not JSON (415) or not UTF-8 (400). The application then reads the checked bytes."""
+length), not JSON (415) or not UTF-8 (400), and a path or query that is not UTF-8 once
+percent-decoded (400). The application then reads the checked bytes."""
 
 from __future__ import annotations
+
+from urllib.parse import unquote_to_bytes
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -17,11 +20,27 @@ _JSON_TYPES = ("application/json", "application/problem+json")
 _FORM = b"application/x-www-form-urlencoded"
 
 
+def _utf8_target(scope: Scope) -> bool:
+    raw_path: bytes = scope.get("raw_path") or scope["path"].encode("utf-8")
+    query: bytes = scope.get("query_string", b"").replace(b"+", b" ")
+    try:
+        unquote_to_bytes(raw_path).decode("utf-8")
+        unquote_to_bytes(query).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 class ReadBody:
     def __init__(self, app: ASGIApp, *, limit: int) -> None:
         self.app, self.limit = app, limit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not _utf8_target(scope):
+            # Starlette would decode the bytes as U+FFFD and serve another subject's name.
+            refused = MalformedRequest("the path or query is not valid UTF-8 once %-decoded")
+            await problem_response(refused, "/")(scope, receive, send)
+            return
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE"):
             await self.app(scope, receive, send)
             return

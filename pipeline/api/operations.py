@@ -74,7 +74,8 @@ def ingest(
         raise InvalidLines(bad)
     report = pipeline.ingest(store, episodes)
     receipts = [receipt.to_json() for receipt in report.receipts]
-    queued = any(receipt["status"] == ReceiptStatus.QUEUED for receipt in receipts)
+    waiting = (ReceiptStatus.QUEUED, ReceiptStatus.STORED)  # the workers have them to process
+    queued = any(receipt["status"] in waiting for receipt in receipts)
     return {"receipts": receipts, "broker_down": report.broker_down}, queued
 
 
@@ -155,6 +156,8 @@ def history(
 ) -> list[Json]:
     query = _read_scope(key, subject, named) | {"attribute": identifier("attribute", attribute)}
     query |= given(known_at=known_at)
+    if versions:  # the audit trail: quarantined versions too, for the roles that may see them
+        query["include_quarantined"] = key.allows("reviewer")
     timeline: list[Json] = _FACTS.dump_python(
         pipeline.history(store, query, versions=versions), mode="json"
     )

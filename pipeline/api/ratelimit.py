@@ -1,9 +1,11 @@
 """A token bucket per API key, kept in Redis so that every server process shares it.
 
 Each key may send `SGAM_API_RATE_BURST` requests at once and `SGAM_API_RATE_PER_S` a second
-after that. One Lua script refills and takes a token atomically, on Redis's own clock, so
-processes on hosts with skewed clocks agree. A Redis that cannot be reached refuses the
-request (503): the limit is not silently lifted.
+after that; each client address has a bucket of the same size for keys that were refused
+(unknown, wrong, revoked, expired), checked before a key is looked up. One Lua script refills
+and takes a token atomically, on Redis's own clock, so processes on hosts with skewed clocks
+agree. A Redis that cannot be reached refuses the request (503): the limit is not silently
+lifted.
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ from pipeline.api.problems import RateLimited
 from pipeline.errors import StoreUnavailable
 from pipeline.settings import Settings
 
-# KEYS[1]: the bucket; ARGV: rate per second, burst. Returns {allowed, seconds to wait}.
+# KEYS[1]: the bucket; ARGV: rate per second, burst, tokens to take (0: only look).
+# Returns {allowed, seconds to wait}.
 _TAKE = """
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
+local cost = tonumber(ARGV[3])
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
 local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
@@ -29,7 +33,7 @@ local at = tonumber(state[2]) or now
 tokens = math.min(burst, tokens + math.max(0, now - at) * rate)
 local allowed, wait = 0, (1 - tokens) / rate
 if tokens >= 1 then
-  tokens, allowed, wait = tokens - 1, 1, 0
+  tokens, allowed, wait = tokens - cost, 1, 0
 end
 redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
 redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
@@ -54,12 +58,23 @@ class RateLimiter:
 
     async def take(self, key_id: str) -> None:
         """Spend one of the key's tokens, or raise RateLimited with the wait in seconds."""
+        await self._spend(f"sgam:rate:{key_id}", 1, "this key")
+
+    async def check_address(self, address: str) -> None:
+        """RateLimited when `address` has used up its budget of refused keys: an unknown or
+        wrong key costs a database lookup, so a client guessing keys is slowed down before
+        it gets one."""
+        await self._spend(f"sgam:rate:refused:{address}", 0, "this address's refused keys")
+
+    async def refused(self, address: str) -> None:
+        """Charge `address` for a key that was refused."""
+        await self._spend(f"sgam:rate:refused:{address}", 1, "this address's refused keys")
+
+    async def _spend(self, bucket: str, cost: int, whose: str) -> None:
         if self.redis is None:
             return
         try:
-            allowed, wait = await self._take(
-                keys=[f"sgam:rate:{key_id}"], args=[self.rate, self.burst]
-            )
+            allowed, wait = await self._take(keys=[bucket], args=[self.rate, self.burst, cost])
         except RedisError as error:
             raise StoreUnavailable(
                 f"the rate limiter's Redis is unavailable ({type(error).__name__})"
@@ -67,7 +82,7 @@ class RateLimiter:
         if not int(allowed):
             seconds = max(1, math.ceil(float(wait)))
             raise RateLimited(
-                f"this key may send {self.rate:g} requests a second (bursts of {self.burst}); "
+                f"{whose} may send {self.rate:g} requests a second (bursts of {self.burst}); "
                 f"retry in {seconds} s",
                 retry_after=seconds,
             )

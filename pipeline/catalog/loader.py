@@ -25,14 +25,27 @@ MAX_CATALOG_BYTES = 1024 * 1024
 _YAML_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+BUNDLED_CATALOGS = {"personal": "personal_catalog.yaml", "support": "support_catalog.yaml"}
+"""The catalogues shipped in `schemas/`, by the name SGAM_CATALOG selects them with."""
+DEFAULT_BUNDLED = "personal"
+
+
+def bundled_catalog_text(name: str = DEFAULT_BUNDLED) -> str:
+    file = BUNDLED_CATALOGS.get(name)
+    if file is None:
+        known = ", ".join(sorted(BUNDLED_CATALOGS))
+        raise CatalogError(name, f"no bundled catalogue of that name ({known})")
+    return (files("schemas") / file).read_text(encoding="utf-8")
+
+
 def default_catalog_text() -> str:
-    return (files("schemas") / "default_catalog.yaml").read_text(encoding="utf-8")
+    return bundled_catalog_text(DEFAULT_BUNDLED)
 
 
-def load_catalog(path: Path | None) -> Catalog:
-    """The catalogue at `path`, or the bundled default when `path` is None."""
+def load_catalog(path: Path | None, bundled: str = DEFAULT_BUNDLED) -> Catalog:
+    """The catalogue at `path`, or the bundled one named `bundled` when `path` is None."""
     if path is None:
-        return _default_catalog()
+        return bundled_catalog(bundled)
     try:
         status = path.stat()
     except OSError as exc:
@@ -46,8 +59,9 @@ def load_catalog(path: Path | None) -> Catalog:
 
 
 @cache
-def _default_catalog() -> Catalog:
-    return parse_catalog(default_catalog_text(), "<default catalogue>", toml=False)
+def bundled_catalog(name: str = DEFAULT_BUNDLED) -> Catalog:
+    """A bundled catalogue by name (`BUNDLED_CATALOGS`), parsed once per process."""
+    return parse_catalog(bundled_catalog_text(name), f"<{name} catalogue>", toml=False)
 
 
 @cache

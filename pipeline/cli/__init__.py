@@ -53,6 +53,7 @@ for command in (
     intake.ingest,
     intake.remember,
     intake.episodes,
+    intake.usage,
     buffer.candidates,
     buffer.confirm,
     buffer.reject,

@@ -58,20 +58,30 @@ def replay(target_url: str) -> None:
 
 
 @click.command("purge-vacuum")
-def purge_vacuum() -> None:
+@click.option(
+    "--wait",
+    type=click.FloatRange(0, 86_400),
+    default=60.0,
+    show_default=True,
+    help="Seconds to wait for transactions older than this run to end.",
+)
+def purge_vacuum(wait: float) -> None:
     """Rewrite every table so that nothing a purge erased is left in the database files.
 
     PostgreSQL keeps old row versions in its table files until VACUUM FULL, which this runs
     (it locks each table while rewriting it: run it in a quiet hour, e.g. nightly after
-    purges). SQLite is rewritten by VACUUM and its WAL truncated."""
+    purges). A transaction open anywhere in the cluster when it starts may still see the
+    purged rows: it waits --wait seconds for them, then exits 5 naming them (pid, age,
+    database) without rewriting anything. SQLite is rewritten by VACUUM and its WAL
+    truncated."""
     with opened_store() as store:
-        store.vacuum()
+        store.vacuum(wait_s=wait)
     click.echo("database files rewritten; purged content is gone from them", err=True)
 
 
 @click.group()
 def catalog() -> None:
-    """The memory-schema catalogue (SGAM_CATALOG_PATH, else the bundled default)."""
+    """The memory-schema catalogue (SGAM_CATALOG_PATH, else the bundled one SGAM_CATALOG names)."""
 
 
 @catalog.command("check")
@@ -99,8 +109,18 @@ def catalog_check(as_json: bool) -> None:
 
 
 @catalog.command("show")
-def catalog_show() -> None:
-    """Print the catalogue in effect, validated, as JSON."""
+@click.option(
+    "--bundled",
+    type=click.Choice(["personal", "support"]),
+    help="Print this bundled catalogue instead of the one in effect (no store is opened).",
+)
+def catalog_show(bundled: str | None) -> None:
+    """Print the catalogue in effect (or a bundled one), validated, as JSON."""
+    if bundled is not None:
+        from pipeline.catalog.loader import bundled_catalog
+
+        output.emit_json(bundled_catalog(bundled))
+        return
     with opened_store() as store:
         output.emit_json(store.catalog)
 
@@ -133,7 +153,10 @@ def demo(database_url: str | None, path: Path) -> None:
         tenant = "acme"
     else:
         tenant = f"demo-{uuid.uuid4().hex[:8]}"  # a new tenant on every run: nothing collides
-    store = open_store(load_settings(database_url=database_url))
+    # The demo's episodes speak of the support catalogue's attributes, whatever is configured.
+    store = open_store(
+        load_settings(database_url=database_url, catalog="support", catalog_path=None)
+    )
     try:
         run_demo(store, click.echo, tenant=tenant)
     finally:

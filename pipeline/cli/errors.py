@@ -47,7 +47,7 @@ OPTION_NAMES = {
     "tenant_id": "--tenant",
     "agent_id": "--agent",
     "source_episode_id": "--source",
-    "occurred_at": "--at",
+    "occurred_at": "--occurred-at",
     "session_id": "--session",
     "episode_id": "--episode",
 }

@@ -17,6 +17,7 @@ from pipeline.errors import InvalidInput
 if TYPE_CHECKING:
     from pipeline.extract.guards import CurrentValues
     from pipeline.extract.result import ExtractionResult
+    from pipeline.extract.rules import ClauseReading
     from pipeline.settings import Settings
     from schemas.catalog import Catalog
 
@@ -39,6 +40,11 @@ if TYPE_CHECKING:
 @click.option("--agent", default="default", show_default=True, help="Agent scope.")
 @click.option("--purpose", default="default", show_default=True, help="Purpose scope.")
 @click.option("--episode", default="cli", show_default=True, help="Id of the episode.")
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Also show, clause by clause, the rules' forms tried, matched and refused, and why.",
+)
 @json_output
 def extract(
     tenant: str,
@@ -51,6 +57,7 @@ def extract(
     agent: str,
     purpose: str,
     episode: str,
+    explain: bool,
     as_json: bool,
 ) -> None:
     """Show the memory updates an episode would yield, kept and rejected; writes nothing."""
@@ -80,10 +87,26 @@ def extract(
         current=current,
         extractor=extractor,  # type: ignore[arg-type]  # validated by extract()
     )
+    readings = _readings(catalog, settings, parsed) if explain else None
     if output.wants_json(as_json):
-        output.emit_json(report(result))
+        shown = report(result)
+        if readings is not None:
+            from pipeline.cli.explain import explain_json
+
+            shown["explain"] = explain_json(readings)
+        output.emit_json(shown)
     else:
         sys.stdout.write(table(result))
+        if readings is not None:
+            from pipeline.cli.explain import explain_table
+
+            sys.stdout.write(explain_table(readings, result))
+
+
+def _readings(catalog: Catalog, settings: Settings, episode: Any) -> list[ClauseReading]:
+    from pipeline.extract import rules_for
+
+    return rules_for(catalog, settings.dates_day_first).explain(episode)
 
 
 def _read_text(text: str) -> str:
@@ -105,7 +128,7 @@ def _stored(settings: Settings, episode: Any) -> tuple[Catalog, CurrentValues]:
 
     url = settings.database_url
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
-        return load_catalog(settings.catalog_path), {}
+        return load_catalog(settings.catalog_path, settings.catalog), {}
     with opened_store() as store:
         facts = get(
             store,

@@ -104,13 +104,17 @@ def get(tenant: str, agent: str, purpose: str, as_json: bool, **options: Any) ->
 @reviewer
 @click.option("--attribute", required=True, help="The attribute whose timeline to show.")
 @click.option("--known-at", help="The timeline as the ledger believed it at this time.")
-@click.option("--versions", is_flag=True, help="Every row version ever recorded (audit).")
+@click.option(
+    "--versions", is_flag=True, help="Every row version ever recorded, quarantined too (audit)."
+)
 def history(
     tenant: str, agent: str, purpose: str, as_json: bool, versions: bool, **options: Any
 ) -> None:
     """Every interval of the belief in valid-time order, with supersession links."""
     from pipeline.read.facts import history as fact_history
 
+    if versions:  # the audit trail leaves nothing out
+        options["include_quarantined"] = True
     with opened_store() as store:
         found = fact_history(
             store, scope_fields(tenant, agent, purpose, **options), versions=versions

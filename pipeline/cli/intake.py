@@ -11,7 +11,7 @@ import click
 
 from pipeline.cli import output
 from pipeline.cli.lines import read_objects, report_lines
-from pipeline.cli.options import given_fields, json_output, opened_store
+from pipeline.cli.options import given_fields, json_output, opened_store, reviewer
 from pipeline.cli.progress import progress
 from schemas.lifecycle import EpisodeStatus, ReceiptStatus
 
@@ -48,7 +48,11 @@ def ingest(file: Path, skip_invalid: bool, as_json: bool) -> None:
             error = f"  {receipt.error}" if receipt.error else ""
             click.echo(f"line {receipt.line}: {receipt.status}  {receipt.episode_id}{error}")
     if report.broker_down:
-        click.echo("note: the broker is unreachable; the episodes wait for the sweeper", err=True)
+        click.echo(
+            "note: the broker is unreachable: the episodes are stored and the sweeper will "
+            "queue them once it answers",
+            err=True,
+        )
     if bad:
         report_lines(bad)
         raise click.exceptions.Exit(2)
@@ -138,20 +142,41 @@ def episodes(context: click.Context, /, tenant: str | None, as_json: bool, **opt
 @episodes.command("show")
 @click.argument("episode_id")
 @click.option("--tenant", required=True, help="Tenant that owns the episode.")
+@click.option("--agent", help="Only an episode of this agent (as a bound key sees it).")
+@click.option("--purpose", help="Only an episode of this purpose.")
+@reviewer
 @json_output
-def episodes_show(episode_id: str, tenant: str, as_json: bool) -> None:
-    """The episode, its candidates, the decisions taken and the facts written."""
+def episodes_show(
+    episode_id: str,
+    tenant: str,
+    agent: str | None,
+    purpose: str | None,
+    include_quarantined: bool,
+    as_json: bool,
+) -> None:
+    """The episode, its candidates, the decisions taken and the facts written (quarantined
+    facts, candidates and the decisions' payloads with --include-quarantined)."""
     from pipeline.episodes.states import show_episode
 
     with opened_store() as store:
-        shown = show_episode(store, tenant, episode_id)
+        shown = show_episode(
+            store,
+            tenant,
+            episode_id,
+            agent_id=agent,
+            purpose=purpose,
+            reviewer=include_quarantined,
+        )
     if output.wants_json(as_json):
         output.emit_json(shown)
         return
     click.echo(f"episode {shown['episode_id']} ({shown['status']}, {shown['lane']} lane)")
     click.echo(f"  {shown['occurred_at']}  session={shown['session_id']}  source={shown['source']}")
     click.echo(f"  text: {shown['text']}")
-    click.echo(f"  extractor={shown['extractor']}  prompt={shown['prompt_version']}")
+    extracted = [f"extractor={shown['extractor'] or 'not yet'}"]
+    if shown["prompt_version"] is not None:
+        extracted.append(f"prompt={shown['prompt_version']}")
+    click.echo("  " + "  ".join(extracted))
     for candidate in shown["candidates"]:
         click.echo(
             f"  candidate {candidate['candidate_id']}: {candidate['attribute']} = "
@@ -159,7 +184,9 @@ def episodes_show(episode_id: str, tenant: str, as_json: bool) -> None:
             f" (support {candidate['support']})"
         )
     for decision in shown["decisions"]:
-        click.echo(f"  decision {decision['kind']}: {decision['reason'] or ''}")
+        facts = ", ".join(decision["fact_ids"]) or "no fact"
+        reason = f": {decision['reason']}" if decision["reason"] else ""
+        click.echo(f"  decision {decision['kind']} ({facts}){reason}")
     for fact in shown["facts"]:
         click.echo(f"  fact {fact['fact_id']}: {fact['attribute']} = {json.dumps(fact['value'])}")
 
@@ -185,4 +212,31 @@ def episodes_retry(episode_ids: tuple[str, ...], tenant: str | None, as_json: bo
             f"retried {len(keys)} episodes" + "".join(f"\n  {e}: {s}" for e, s in statuses.items())
         )
     if not keys:
+        raise click.exceptions.Exit(1)
+
+
+@click.command()
+@click.option("--tenant", help="Only this tenant (default: all).")
+@click.option("--since", help="Only extractions that ended at or after this instant.")
+@json_output
+def usage(tenant: str | None, since: str | None, as_json: bool) -> None:
+    """What the model lane spent per tenant, model and UTC day: requests, attempts, tokens,
+    latency p50/p99, and cost when SGAM_LLM_PRICE_IN/OUT are set; exit 1 when nothing."""
+    from pipeline.episodes.usage import llm_usage
+
+    query = {key: value for key, value in (("tenant_id", tenant), ("since", since)) if value}
+    with opened_store() as store:
+        report = llm_usage(store, query)
+    if output.wants_json(as_json):
+        output.emit_json(report.model_dump(mode="json"))
+    else:
+        for row in report.rows:
+            spent = f"{row.prompt_tokens}+{row.completion_tokens} tokens"
+            cost = "" if row.cost is None else f"  cost {row.cost:.4f}"
+            click.echo(
+                f"{row.day}  {row.tenant_id}  {row.model}  {row.requests} requests, "
+                f"{row.attempts} attempts, {spent}, p50 {row.latency_p50_ms:.0f} ms, "
+                f"p99 {row.latency_p99_ms:.0f} ms{cost}"
+            )
+    if not report.rows:
         raise click.exceptions.Exit(1)

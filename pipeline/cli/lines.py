@@ -48,7 +48,7 @@ def each_object(path: Path) -> Iterator[ReadLine]:
                     if raw.strip():
                         yield (number, *_parsed(raw))
         except OSError as exc:
-            raise InvalidInput("file", f"cannot be read: {exc.strerror}") from None
+            raise InvalidInput("FILE", f"{path} cannot be read: {exc.strerror}") from None
 
 
 def _opened(path: Path, stack: ExitStack) -> IO[bytes]:

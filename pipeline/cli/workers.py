@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
+from pathlib import Path
 
 import click
 
@@ -18,6 +20,10 @@ def _celery(*args: str) -> None:
 
     if load_settings().broker_url is None:
         raise InvalidInput("SGAM_BROKER_URL", "is not set: workers need a broker (redis://...)")
+    # Refuse here, as `sgam serve` does, rather than report ready and fail every task: a
+    # wrong URL is exit 2, a store that cannot be reached 5, an outdated schema 2.
+    with opened_store():
+        pass
     sys.stdout.flush()
     os.execv(sys.executable, [sys.executable, "-m", "celery", "-A", "workers.app", *args])
 
@@ -26,11 +32,31 @@ def _celery(*args: str) -> None:
 @click.option("--queues", default="extract,consolidate", show_default=True)
 @click.option("--concurrency", type=click.IntRange(1, 64), help="Processes (default: cores).")
 @click.option("--loglevel", default="info", show_default=True)
-def worker(queues: str, concurrency: int | None, loglevel: str) -> None:
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(1, 65535),
+    help="Serve the worker's Prometheus metrics (all its processes summed) on this port.",
+)
+def worker(queues: str, concurrency: int | None, loglevel: str, metrics_port: int | None) -> None:
     """Start a Celery worker (celery -A workers.app worker ...)."""
-    args = ["worker", "--queues", queues, "--loglevel", loglevel]
+    # Gossip and mingle (worker-to-worker events) are not used here, and their channels are
+    # what Celery fails to close when Redis restarts (kombu: 'NoneType' ... 'hostname'), which
+    # ended the worker instead of reconnecting.
+    args = ["worker", "--queues", queues, "--loglevel", loglevel, "--without-gossip"]
+    args += ["--without-mingle"]
     if concurrency is not None:
         args += ["--concurrency", str(concurrency)]
+    if metrics_port is not None:
+        # Each pool process writes its metrics to files in a directory of this worker's own
+        # (emptied at every start, as prometheus_client's multiprocess mode requires); the
+        # main process serves their sum.
+        directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR") or tempfile.mkdtemp(
+            prefix="sgam-worker-metrics-"
+        )
+        for stale in Path(directory).glob("*.db"):
+            stale.unlink()
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = directory
+        os.environ["SGAM_WORKER_METRICS_PORT"] = str(metrics_port)
     _celery(*args)
 
 

@@ -16,7 +16,7 @@ from sqlalchemy import Connection, Engine, Insert, Table, create_engine, event, 
 from sqlalchemy.exc import DBAPIError
 
 from pipeline.db import replan
-from pipeline.errors import InvalidInput
+from pipeline.errors import InvalidInput, PurgeBlocked
 from pipeline.settings import Settings
 
 LockName = tuple[str, ...]
@@ -65,8 +65,9 @@ class Backend(Protocol):
     def insert_new(self, table: Table) -> Insert:
         """An INSERT that skips rows violating a unique key (ON CONFLICT DO NOTHING)."""
 
-    def vacuum(self, engine: Engine, tables: Sequence[str]) -> None:
-        """Rewrite `tables` so that no erased or dead row version is left in the files."""
+    def vacuum(self, engine: Engine, tables: Sequence[str], wait_s: float) -> None:
+        """Rewrite `tables` so that no erased or dead row version is left in the files;
+        PurgeBlocked when transactions that may still see them stay open past `wait_s`."""
 
 
 # Shared locks first, then exclusive ones, each in the order given (unnest keeps it; the
@@ -141,10 +142,20 @@ class Postgres:
         the tables: too heavy to run after every purge."""
         return False
 
-    def vacuum(self, engine: Engine, tables: Sequence[str]) -> None:
+    def vacuum(self, engine: Engine, tables: Sequence[str], wait_s: float) -> None:
         # VACUUM FULL writes each table anew and unlinks the old files; CHECKPOINT lets the
         # WAL segments that still hold old row images be recycled.
+        from pipeline.db.old_transactions import wait_for_old_transactions
+
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            still_open = wait_for_old_transactions(connection, wait_s)
+            if still_open:
+                raise PurgeBlocked(
+                    f"{len(still_open)} transaction(s) older than this vacuum may still see "
+                    f"purged rows: {', '.join(t.describe() for t in still_open)}; waited "
+                    f"{wait_s:g} s and rewrote nothing: run it again once they end",
+                    pids=[t.pid for t in still_open if t.pid is not None],
+                )
             connection.execute(text(f"VACUUM (FULL, ANALYZE) {', '.join(tables)}"))
             connection.execute(text("CHECKPOINT"))
 
@@ -188,7 +199,7 @@ class Sqlite:
         # ones. It cannot finish while another connection is inside a read transaction.
         return _checkpoint(engine)
 
-    def vacuum(self, engine: Engine, tables: Sequence[str]) -> None:
+    def vacuum(self, engine: Engine, tables: Sequence[str], wait_s: float) -> None:
         raw = engine.raw_connection()  # outside any transaction: VACUUM cannot run in one
         try:
             raw.cursor().execute("VACUUM")

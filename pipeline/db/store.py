@@ -54,7 +54,11 @@ class Store:
     ) -> None:
         self.settings = settings
         self.clock = clock
-        self.catalog = catalog if catalog is not None else load_catalog(settings.catalog_path)
+        self.catalog = (
+            catalog
+            if catalog is not None
+            else load_catalog(settings.catalog_path, settings.catalog)
+        )
         self.backend = backend_for(settings.database_url)
         self.engine = self.backend.create_engine(settings.database_url, settings)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
@@ -151,13 +155,16 @@ class Store:
         with self._reachable():
             return self.backend.scrub_after_purge(self.engine)
 
-    def vacuum(self) -> None:
+    def vacuum(self, wait_s: float = 60.0) -> None:
         """Rewrite every table so that no erased or dead row version is left in the database
-        files (`sgam purge-vacuum`). On PostgreSQL this locks each table while it is rewritten."""
+        files (`sgam purge-vacuum`). On PostgreSQL this first waits up to `wait_s` for the
+        transactions open when it started (PurgeBlocked if some stay open), then locks each
+        table while it is rewritten."""
         from pipeline.db.models import Base
 
         with self._reachable():
-            self.backend.vacuum(self.engine, [t.name for t in Base.metadata.sorted_tables])
+            tables = [t.name for t in Base.metadata.sorted_tables]
+            self.backend.vacuum(self.engine, tables, wait_s)
 
     def dispose(self) -> None:
         self.engine.dispose()

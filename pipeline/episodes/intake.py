@@ -37,8 +37,9 @@ Progress = Callable[[int], None]
 @dataclass(frozen=True)
 class Receipt:
     """What happened to one episode of the input: `queued` (stored, a worker will process it),
-    `duplicate` (seen before; `episode_id` is the stored one), `done` or `failed` (processed in
-    this process, in inline mode)."""
+    `stored` (the broker could not be reached: the sweeper will queue it), `duplicate` (seen
+    before; `episode_id` is the stored one), `done` or `failed` (processed in this process, in
+    inline mode)."""
 
     line: int
     episode_id: str
@@ -157,5 +158,7 @@ def _hand_over(
         outcome = driven.outcomes.get(key) if key is not None else None
         if outcome is not None:
             receipt = replace(receipt, status=outcome.status, error=outcome.error)
+        elif driven.broker_down and receipt.status is ReceiptStatus.QUEUED:
+            receipt = replace(receipt, status=ReceiptStatus.STORED)  # nothing was queued
         receipts.append(receipt)
     return receipts

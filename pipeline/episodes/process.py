@@ -20,6 +20,7 @@ from pipeline.db.unit import Unit
 from pipeline.episodes.conversation import earlier_turns
 from pipeline.episodes.dispatch import EpisodeKey
 from pipeline.episodes.inflight import run_in_flight
+from pipeline.episodes.lane_metrics import observe_episode, observe_model
 from pipeline.episodes.records import as_episode, stated_on
 from pipeline.errors import LlmFailure, RetryableError, SgamError
 from pipeline.extract.backends import RULES
@@ -74,20 +75,34 @@ def process_episodes(
         return {}
     if extractor is RULES:
         extracted = {item.key: run_extraction(store, item.episode, extractor) for item in claimed}
-        return store.run(lambda unit: finish(unit, claimed, extracted))
+        return _observed(extracted, store.run(lambda unit: finish(unit, claimed, extracted)))
 
     def prepare(item: Claimed) -> Callable[[], Extracted]:
-        # The subject's values and the conversation are read here, on this thread, so that
-        # the pool's threads need no database connection; the model's prompt shows them.
-        context = context_for(store, item.episode).loaded()
+        # The subject's values and the conversation are read on the pool's thread, when the
+        # prompt is rendered: read one after another here, they would hold back every call.
+        context = context_for(store, item.episode)
         return lambda: extractor.extract(item.episode, context)
 
     def commit(
         done: list[Claimed], results: dict[EpisodeKey, Extracted]
     ) -> dict[EpisodeKey, Outcome]:
-        return store.run(lambda unit: finish(unit, done, results))
+        return _observed(results, store.run(lambda unit: finish(unit, done, results)))
 
     return run_in_flight(store, claimed, prepare, commit)
+
+
+def _observed(
+    results: dict[EpisodeKey, Extracted], outcomes: dict[EpisodeKey, Outcome]
+) -> dict[EpisodeKey, Outcome]:
+    """Count what was spent on the model and how each episode ended (`lane_metrics`)."""
+    for (tenant_id, _), result in results.items():
+        if isinstance(result, ExtractionResult) and result.usage.model is not None:
+            observe_model(tenant_id, result.usage)
+        elif isinstance(result, LlmFailure):
+            observe_model(tenant_id, result.usage, result)
+    for outcome in outcomes.values():
+        observe_episode(str(outcome.status))
+    return outcomes
 
 
 def claim(unit: Unit, keys: Sequence[EpisodeKey], lane: Lane | None = None) -> list[Claimed]:

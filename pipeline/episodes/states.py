@@ -20,9 +20,9 @@ from pipeline.episodes.dispatch import EpisodeKey
 from pipeline.errors import NotFound
 from pipeline.ledger.log import EVENT_COLUMNS
 from pipeline.validation import parse
-from schemas.facts import Fact
+from schemas.facts import Fact, FactStatus
 from schemas.fields import Identifier, format_utc
-from schemas.lifecycle import EpisodeStatus
+from schemas.lifecycle import EpisodeStatus, EventKind
 
 _SHOWN = [
     "episode_id",
@@ -86,50 +86,105 @@ def list_episodes(store: Store, query: EpisodeQuery | Mapping[str, Any]) -> list
     ):
         if value is not None:
             statement = statement.where(column == value)
-    statement = statement.order_by(EpisodeRow.occurred_at, EpisodeRow.episode_id).limit(query.limit)
+    statement = statement.where(~_forgotten_since_received()).order_by(
+        EpisodeRow.occurred_at, EpisodeRow.episode_id
+    )
     with store.begin() as unit:
-        return [episode_json(row) for row in unit.session.scalars(statement)]
+        return [episode_json(row) for row in unit.session.scalars(statement.limit(query.limit))]
 
 
-def show_episode(store: Store, tenant_id: str, episode_id: str) -> dict[str, Any]:
+def _forgotten_since_received() -> Any:
+    """The episode's subject was forgotten after it came in: nothing of it is shown any more
+    (its text stays stored until a purge erases it)."""
+    return (
+        select(EventRow.event_id)
+        .where(
+            EventRow.tenant_id == EpisodeRow.tenant_id,
+            EventRow.subject == EpisodeRow.subject,
+            EventRow.kind.in_([EventKind.FORGET, EventKind.PURGE]),
+            EventRow.occurred_at >= EpisodeRow.received_at,
+        )
+        .exists()
+    )
+
+
+def show_episode(
+    store: Store,
+    tenant_id: str,
+    episode_id: str,
+    *,
+    agent_id: str | None = None,
+    purpose: str | None = None,
+    reviewer: bool = True,
+) -> dict[str, Any]:
     """The episode, the candidates it supports, the decisions taken for it and the facts it
-    is the source of. Another tenant's episode is reported exactly like a missing one."""
+    is the source of, in the episode's scope. Another tenant's episode, one outside the
+    `agent_id`/`purpose` asked for, and one whose subject was forgotten since are reported
+    exactly like a missing one. Without `reviewer`, what only a reviewer may read elsewhere is
+    left out: quarantined facts, the buffer's candidates and the decisions' payloads."""
+    missing = NotFound(f"no episode {episode_id} in tenant {tenant_id}")
     with store.begin() as unit:
-        row = unit.session.get(EpisodeRow, (tenant_id, episode_id))
-        if row is None:
-            raise NotFound(f"no episode {episode_id} in tenant {tenant_id}")
-        candidates = unit.session.scalars(
-            select(CandidateRow)
-            .join(SupportRow, SupportRow.candidate_id == CandidateRow.candidate_id)
-            .where(CandidateRow.tenant_id == tenant_id, SupportRow.episode_id == episode_id)
-        ).all()
-        decisions = unit.session.scalars(
-            select(EventRow)
-            .where(EventRow.tenant_id == tenant_id, EventRow.episode_id == episode_id)
-            .order_by(EventRow.event_id)
-        ).all()
+        row = unit.session.scalars(
+            select(EpisodeRow).where(
+                EpisodeRow.tenant_id == tenant_id,
+                EpisodeRow.episode_id == episode_id,
+                ~_forgotten_since_received(),
+            )
+        ).first()
+        outside = row is not None and (
+            agent_id not in (None, row.agent_id) or purpose not in (None, row.purpose)
+        )
+        if row is None or outside:
+            raise missing
+        in_scope = (FactRow.agent_id == row.agent_id, FactRow.purpose == row.purpose)
+        statuses = [FactStatus.ACTIVE] + ([FactStatus.QUARANTINED] if reviewer else [])
         facts = unit.session.scalars(
             select(FactRow)
             .where(
                 FactRow.tenant_id == tenant_id,
                 FactRow.source_episode_id == episode_id,
+                *in_scope,
+                FactRow.status.in_(statuses),
                 FactRow.superseded_at.is_(None),
                 FactRow.forgotten_at.is_(None),
             )
             .order_by(FactRow.attribute, FactRow.valid_from)
         ).all()
+        candidates = (
+            unit.session.scalars(
+                select(CandidateRow)
+                .join(SupportRow, SupportRow.candidate_id == CandidateRow.candidate_id)
+                .where(
+                    CandidateRow.tenant_id == tenant_id,
+                    CandidateRow.agent_id == row.agent_id,
+                    CandidateRow.purpose == row.purpose,
+                    CandidateRow.forgotten_at.is_(None),
+                    SupportRow.episode_id == episode_id,
+                )
+            ).all()
+            if reviewer
+            else []
+        )
+        decisions = unit.session.scalars(
+            select(EventRow)
+            .where(EventRow.tenant_id == tenant_id, EventRow.episode_id == episode_id)
+            .order_by(EventRow.event_id)
+        ).all()
         return episode_json(row) | {
             "candidates": [candidate_json(candidate) for candidate in candidates],
-            "decisions": [
-                {key: getattr(event, key) for key in EVENT_COLUMNS}
-                | {"occurred_at": format_utc(event.occurred_at)}
-                for event in decisions
-            ],
+            "decisions": [_decision_json(event, reviewer) for event in decisions],
             "facts": [
                 Fact.model_validate(fact, from_attributes=True).model_dump(mode="json")
                 for fact in facts
             ],
         }
+
+
+def _decision_json(event: EventRow, reviewer: bool) -> dict[str, Any]:
+    shown = {key: getattr(event, key) for key in EVENT_COLUMNS}
+    if not reviewer:  # the payload holds claim values and evidence: the log is a reviewer's
+        shown["command"] = None
+    return shown | {"occurred_at": format_utc(event.occurred_at)}
 
 
 def reopen_failed(

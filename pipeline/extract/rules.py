@@ -19,10 +19,12 @@ an id), so "my job is stressful" is not an employer.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from pipeline.extract.clauses import Clause, clauses
 from pipeline.extract.dates import DATE_EXPRESSION, resolve_date
+from pipeline.extract.form_reader import FormHit, FormReader
 from pipeline.extract.guards import CurrentValues
 from schemas.catalog import AttributeSpec, Catalog, ValueType
 from schemas.episodes import Episode
@@ -31,7 +33,6 @@ from schemas.facts import Cardinality
 from schemas.fields import canonical_json
 
 _FLAGS = re.IGNORECASE
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|[;\n]+|,?\s+(?:and|but|also|plus)\s+(?=my\b)|,\s+(?=my\b)")
 # Hypotheticals, reported speech, hedges and jokes anywhere in the sentence: nothing is stated.
 _HEDGES = re.compile(
     r"\b(?:if|were|would|could|should|might|suppose|supposing|imagine|assuming|assume|wish|"
@@ -43,11 +44,6 @@ _HEDGES = re.compile(
 # A negation before the value denies it ("my city is not Paris"); one after it contrasts
 # ("my city is Lyon, not Paris") and is cut off with the rest of the clause.
 _NEGATION = re.compile(r"\b(?:not|never|no longer)\b|n't\b", _FLAGS)
-_QUESTION = re.compile(
-    r"^\W*(?:is|are|was|do|does|did|can|could|would|will|what|when|where|which|who|how|why|"
-    r"should|shall|have|has)\b",
-    _FLAGS,
-)
 _DATE_CLAUSE = re.compile(
     r"\s*,?\s*\b(?:on|from|since|as of|starting|effective)\s+(?P<date>"
     + DATE_EXPRESSION
@@ -88,6 +84,23 @@ class _Found:
     evidence: str
     value: str
     valid_from: str | None
+    form: str = ""
+    """The catalogue form that read it; '' for the built-in readings."""
+
+
+@dataclass(frozen=True)
+class ClauseReading:
+    """What the rules made of one clause: `sgam extract --explain`."""
+
+    clause: str
+    skipped: str
+    """'' when the clause was read, else why not (a question)."""
+    statement: str
+    """The built-in reading (`my X is Y`, `X: Y`, a correction, a preference), if any."""
+    tried: tuple[str, ...]
+    """`attribute: form` of every catalogue form the clause was searched with."""
+    hits: tuple[FormHit, ...]
+    """The forms that matched, each with its value(s) or the check that refused it."""
 
 
 class RulesExtractor:
@@ -122,6 +135,7 @@ class RulesExtractor:
             + r")\s*:\s*(?P<rest>\S.*?)\s*$",
             _FLAGS,
         )
+        self._forms = FormReader(catalog)
         self._trigger = re.compile(
             rf"\bmy\s+(?:{phrases})\b|:|prefer|\balways\b|\bplease\b|^\W*(?:no|nope|actually|sorry|"
             r"correction|wait|i mean)\b",
@@ -138,8 +152,6 @@ class RulesExtractor:
 
     def propose(self, episode: Episode, current: CurrentValues) -> list[MemoryUpdate]:
         """Every update the covered forms state, before the guards."""
-        if not self._trigger.search(episode.text):
-            return []
         # A later statement about a single-valued attribute corrects an earlier one in the
         # same episode ("my city is Paris. No, it's Lyon.").
         latest: dict[tuple[str, str], _Found] = {}
@@ -148,16 +160,60 @@ class RulesExtractor:
             latest[(found.attribute, found.value if many else "")] = found
         return [self._update(episode, current, found) for found in latest.values()]
 
+    def explain(self, episode: Episode) -> list[ClauseReading]:
+        """Clause by clause, what was skipped, read and refused (before the guards)."""
+        readings = []
+        for clause, found, hits in self._readings(episode, every_clause=True):
+            skipped = "a question" if clause.questioned else ""
+            builtin = [f for f in found if f.form == ""]
+            statement = f"{builtin[0].attribute} = {builtin[0].value!r}" if builtin else ""
+            tried = (
+                ()
+                if skipped
+                else tuple(
+                    f"{form.attribute}: {form.form}" for form in self._forms.tried(clause.text)
+                )
+            )
+            readings.append(ClauseReading(clause.text, skipped, statement, tried, tuple(hits)))
+        return readings
+
     def _find(self, episode: Episode) -> Iterator[_Found]:
+        for _, found, _ in self._readings(episode):
+            yield from found
+
+    def _readings(
+        self, episode: Episode, *, every_clause: bool = False
+    ) -> Iterator[tuple[Clause, list[_Found], list[FormHit]]]:
         last_attribute: str | None = None
-        for clause in _SENTENCE.split(episode.text):
-            sentence = clause.strip()
-            if not sentence or sentence.endswith("?") or _QUESTION.match(sentence):
+        builtin = self._trigger.search(episode.text) is not None
+        if not (builtin or every_clause or self._forms.may_match(episode.text)):
+            return  # most chat turns match no form at all: no need to split them
+        for clause in clauses(episode.text):
+            if clause.questioned:
+                yield clause, [], []
                 continue
-            found = self._read(sentence, last_attribute, episode)
-            if found is not None:
-                last_attribute = found.attribute
-                yield found
+            found: list[_Found] = []
+            statement = self._read(clause.text, last_attribute, episode) if builtin else None
+            if statement is not None:
+                last_attribute = statement.attribute
+                found.append(statement)
+            hits = self._forms.read(clause.text, self._typed(episode))
+            valid_from = self._valid_from(clause.text, episode)
+            for hit in hits:
+                if hit.refused or any(f.attribute == hit.attribute for f in found):
+                    continue
+                last_attribute = hit.attribute
+                found += [
+                    _Found(hit.attribute, clause.text, v, valid_from, hit.form) for v in hit.values
+                ]
+            yield clause, found, hits
+
+    def _typed(self, episode: Episode) -> Callable[[str, AttributeSpec], str]:
+        return lambda span, spec: self._value(span, spec, episode, strict=False)
+
+    def _valid_from(self, clause: str, episode: Episode) -> str | None:
+        date_clause = _DATE_CLAUSE.search(clause)
+        return self._iso_date(date_clause["date"], episode) if date_clause else None
 
     def _read(self, sentence: str, last: str | None, episode: Episode) -> _Found | None:
         label = self._label.match(sentence)

@@ -162,3 +162,66 @@ def test_a_missing_sqlite_file_is_not_created(
     assert code == 0
     assert [k["value"] for k in report["kept"]] == ["pro"]
     assert not missing.exists()
+
+
+def test_explain_shows_each_clause_its_forms_matches_refusals_and_guards(
+    capsys: pytest.CaptureFixture[str],
+    store: Store,
+    cli_env: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SGAM_CATALOG", "personal")
+    key = {"tenant_id": "acme", "subject": "mira", "valid_from": "2026-01-01T00:00:00Z"}
+    put(store, key, attribute="home_city", value="Boston")
+    before = ledger_counts(store)
+    text = "I think I live in Ohio. My city is Boston and I work at Google, do you?"
+    code, report = cli_json(capsys, *BASE, "--explain", "--text", text)
+    assert code == 0
+    assert ledger_counts(store) == before
+    clauses = {reading["clause"]: reading for reading in report["explain"]}
+    assert list(clauses) == [
+        "I think I live in Ohio.",
+        "My city is Boston",
+        "I work at Google",
+        "do you?",
+    ]
+    (hedged,) = clauses["I think I live in Ohio."]["hits"]
+    assert (hedged["attribute"], hedged["values"]) == ("home_city", [])
+    assert "hedged" in hedged["refused"]
+    assert clauses["My city is Boston"]["statement"] == "home_city = 'Boston'"
+    (employer,) = clauses["I work at Google"]["hits"]
+    assert (employer["values"], employer["refused"]) == (["Google"], "")
+    assert any(form.startswith("employer: ") for form in clauses["I work at Google"]["tried"])
+    assert clauses["do you?"]["skipped"] == "a question"
+    assert [k["attribute"] for k in report["kept"]] == ["employer"]
+    (restated,) = report["rejected"]
+    assert restated["reason"] == "restatement"
+
+
+def test_explain_table_for_a_terminal() -> None:
+    from pipeline.catalog import bundled_catalog
+    from pipeline.cli.explain import explain_table
+    from pipeline.extract import extract, rules_for
+    from pipeline.settings import Settings
+    from tests.unit.extract_helpers import episode
+
+    catalog = bundled_catalog("personal")
+    said = episode("I think I live in Ohio. I live in Rome, do you?")
+    result = extract(
+        said,
+        catalog=catalog,
+        settings=Settings(_env_file=None),  # type: ignore[call-arg]
+        current={"home_city": ["Rome"]},
+        extractor="rules",
+    )
+    shown = explain_table(rules_for(catalog).explain(said), result).splitlines()
+    assert shown[1:4] == [
+        "clause 1: 'I think I live in Ohio.'",
+        shown[2],
+        "  refused  home_city  '(I|we) live in {name}': hedged or hypothetical ('think')",
+    ]
+    assert shown[2].startswith("  tried ")
+    assert "  matched  home_city  '(I|we) live in {name}' -> \"Rome\"" in shown
+    assert "clause 3: 'do you?'" in shown
+    assert "  skipped: a question" in shown
+    assert shown[-1].startswith('guard refused home_city = "Rome": restatement')

@@ -4,7 +4,10 @@ no episode, the workers share one budget for the endpoint, and a 429 pauses all 
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +28,7 @@ from tests.integration.celery_helpers import (
     worker_env,
 )
 from tests.integration.pipeline_helpers import TENANT
+from tests.integration.server_helpers import free_port
 from tests.integration.stub_llm import StubServer
 
 pytestmark = [pytest.mark.postgres, pytest.mark.celery, pytest.mark.slow]
@@ -154,3 +158,57 @@ def test_a_429_pauses_every_worker_and_fails_no_episode(
     ((refused_at, pause),) = stats.refusals
     early = [at - refused_at for at in stats.arrivals[1:] if at < refused_at + pause - 0.1]
     assert early == [], "requests sent while the endpoint was paused"
+
+
+def test_sgam_worker_serves_the_lanes_metrics_summed_over_its_processes(
+    producer: Store, stub: Any, lane_url: str, tmp_path: Path
+) -> None:
+    celery = _workers(lane_url, stub, tmp_path, SGAM_WORKER_BATCH="3")
+    port = free_port()
+    env = {key: value for key, value in celery.env.items() if key != "PROMETHEUS_MULTIPROC_DIR"}
+    sgam = str(Path(sys.executable).parent / "sgam")
+    command = [sgam, "worker", "--queues", "extract", "--concurrency", "2"]
+    command += ["--metrics-port", str(port), "--loglevel", "info"]
+    with open(tmp_path / "celery-sgam.log", "wb") as log:
+        celery.processes.append(
+            subprocess.Popen(
+                command,
+                env=env,
+                cwd=tmp_path,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        )
+    try:
+        _run(celery, producer, lane_url, 12, timeout=60)
+        scraped = _scrape(port, celery)
+    finally:
+        celery.stop()
+    # Four batches of three over two pool processes: the sum is every process's count.
+    assert scraped['sgam_llm_requests_total{model="stub",outcome="ok"}'] == 12
+    assert scraped['sgam_episodes_processed_total{outcome="done"}'] == 12
+    assert scraped['sgam_llm_request_duration_seconds_count{model="stub"}'] == 12
+    prompt = scraped[f'sgam_llm_tokens_total{{kind="prompt",model="stub",tenant="{TENANT}"}}']
+    assert prompt == count(
+        lane_url, "SELECT sum(CAST(usage->>'prompt_tokens' AS integer)) FROM episodes"
+    )
+
+
+def _scrape(port: int, celery: Celery) -> dict[str, float]:
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+                text = answer.read().decode()
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no metrics on {port}\n{celery.logs()[-3000:]}") from None
+            time.sleep(0.2)
+    samples = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            samples[name] = float(value)
+    return samples

@@ -127,7 +127,12 @@ def test_episodes_list_show_and_retry(
     assert [e["episode_id"] for e in json.loads(out)] == ["e1"]
     code, out, _ = _run(capsys, "episodes", "show", "e1", "--tenant", "acme", "--json")
     shown = json.loads(out)
+    assert (code, shown["status"], shown["candidates"]) == (0, "done", [])  # a reader's view
+    reviewer = ("--include-quarantined", "--json")
+    code, out, _ = _run(capsys, "episodes", "show", "e1", "--tenant", "acme", *reviewer)
+    shown = json.loads(out)
     assert (code, shown["status"], len(shown["candidates"])) == (0, "done", 1)
+    assert _run(capsys, "episodes", "show", "e1", "--tenant", "acme", "--agent", "bot9")[0] == 1
     assert _run(capsys, "episodes", "show", "e1", "--tenant", "globex")[0] == 1
     assert _run(capsys, "episodes", "retry", "--tenant", "acme")[0] == 1  # nothing failed
 

@@ -99,7 +99,7 @@ def test_consolidation_promotes_what_became_eligible(tmp_path: Path) -> None:
     """The catalogue asked for three sessions; now it asks for two: the next consolidation
     promotes the candidate that two sessions already support."""
     default = (
-        Path(pipeline.__file__).parent.parent / "schemas" / "default_catalog.yaml"
+        Path(pipeline.__file__).parent.parent / "schemas" / "support_catalog.yaml"
     ).read_text()
     asked = "promotion: {times: 2, window: P30D}\n    synonyms: [concise"
     assert asked in default

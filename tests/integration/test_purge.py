@@ -202,8 +202,47 @@ def test_postgres_purge_vacuum_leaves_no_value_in_the_table_files(postgres_url: 
         result = pipeline.forget(store, {"tenant_id": TENANT, "subject": SUBJECT, "purge": True})
         assert result.files_scrubbed is False  # old row versions wait for the vacuum
 
-        store.vacuum()
+        # Another database's transactions may still be open on a shared server: the vacuum
+        # waits for them (bounded), so what it rewrote cannot still hold the purged rows.
+        store.vacuum(wait_s=120)
 
+        assert _pages_holding(store, MARK) == []
+    finally:
+        store.dispose()
+
+
+@pytest.mark.postgres
+def test_postgres_purge_vacuum_names_an_old_transaction_and_rewrites_nothing(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pipeline.cli import run
+    from tests.databases import empty_database
+
+    empty_database(postgres_url)
+    store = open_store(Settings(database_url=postgres_url))
+    # A report's transaction that began before the purge: its snapshot still sees the rows.
+    reader = store.engine.connect().execution_options(isolation_level="REPEATABLE READ")
+    try:
+        _write_marked(store, 3)
+        reader.execute(text("SELECT count(*) FROM facts")).scalar_one()
+        pid = reader.execute(text("SELECT pg_backend_pid()")).scalar_one()
+        pipeline.forget(store, {"tenant_id": TENANT, "subject": SUBJECT, "purge": True})
+        monkeypatch.setenv("SGAM_DATABASE_URL", postgres_url)
+
+        code = run(["purge-vacuum", "--wait", "0.5"])
+
+        err = capsys.readouterr().err
+        assert code == 5
+        assert err.count("\n") == 1
+        assert err.startswith("sgam: PurgeBlocked: ")
+        assert f"pid {pid} (database " in err
+        assert "rewrote nothing" in err
+        assert "SELECT" not in err  # never the query text
+        assert _pages_holding(store, MARK), "nothing was rewritten: the old rows are there"
+    finally:
+        reader.close()
+    try:
+        store.vacuum(wait_s=120)  # the transaction ended: now it goes through
         assert _pages_holding(store, MARK) == []
     finally:
         store.dispose()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -156,3 +157,23 @@ def test_correction_supersedes_the_earlier_entry(store: Store) -> None:
         (f.version, f.status.value) for f in versions if f.fact_id == phone.fact.fact_id
     ]
     assert phone_versions == [(1, "active"), (2, "superseded")]
+
+
+def test_history_versions_on_the_command_line_includes_quarantined_versions(
+    cli_env: object, store: Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pipeline.cli import run
+
+    _put(store, "phone", "2026-01-01T00:00:00Z")
+    quarantined = _put(store, "email", "2026-02-01T00:00:00Z", trust="untrusted")
+    capsys.readouterr()
+    args = ["--tenant", "acme", "--subject", "mira", "--attribute", "contact_channel", "--json"]
+
+    assert run(["history", *args, "--versions"]) == 0
+    audit = json.loads(capsys.readouterr().out)
+    assert run(["history", *args]) == 0
+    timeline = json.loads(capsys.readouterr().out)
+
+    assert quarantined.fact.fact_id in [version["fact_id"] for version in audit]
+    assert {version["status"] for version in audit} == {"active", "quarantined"}
+    assert [fact["value"] for fact in timeline] == ["phone"]  # the timeline still hides it

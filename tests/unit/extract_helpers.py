@@ -1,11 +1,11 @@
-"""An episode and the default catalogue, shared by the extraction tests."""
+"""An episode and the support catalogue, shared by the extraction tests."""
 
 from __future__ import annotations
 
 from functools import cache
 from typing import Any
 
-from pipeline.catalog.loader import load_catalog
+from pipeline.catalog.loader import bundled_catalog
 from schemas.catalog import Catalog
 from schemas.episodes import Episode
 
@@ -14,7 +14,7 @@ WEDNESDAY = "2026-06-03T10:00:00Z"
 
 @cache
 def catalog() -> Catalog:
-    return load_catalog(None)
+    return bundled_catalog("support")
 
 
 def episode(text: str, **fields: Any) -> Episode:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.catalog import default_catalog_text, parse_catalog
+from pipeline.catalog import bundled_catalog_text, parse_catalog
 from pipeline.errors import CatalogError
 from schemas.catalog import AttributeSpec, Catalog, ValueType
 from schemas.facts import Cardinality
@@ -191,7 +191,7 @@ def test_enum_spec_needs_values() -> None:
 
 
 def test_the_bundled_catalogue_parses_and_declares_the_ledger_attributes() -> None:
-    catalog = parse_catalog(default_catalog_text(), "<default>", toml=False)
+    catalog = parse_catalog(bundled_catalog_text("support"), "<support>", toml=False)
     assert isinstance(catalog, Catalog)
     attributes = catalog.attributes
     assert attributes["passport_deadline"].type is ValueType.DATE

@@ -19,7 +19,7 @@ from pipeline.policy.decide import (
 )
 from schemas.facts import Trust
 
-CATALOG = load_catalog(None)
+CATALOG = load_catalog(None, "support")
 T = Thresholds()
 BG, HOT = Lane.BACKGROUND, Lane.HOT
 

@@ -15,7 +15,7 @@ from schemas.commands import PutFact
 from tests.factories import fact_command
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
-CATALOG = load_catalog(None)
+CATALOG = load_catalog(None, "support")
 SETTINGS = Settings(database_url="sqlite:///unused.sqlite3", max_value_bytes=64)
 
 

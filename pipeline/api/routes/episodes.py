@@ -60,6 +60,8 @@ async def post_episodes(
         sent = json.loads(await request.body())
     except ValueError as error:
         raise MalformedRequest(f"the body is not JSON: {error}") from None
+    except RecursionError:  # the parser's own limit; the pipeline refuses more than 64 levels
+        raise MalformedRequest("the body is not JSON: it is nested too deeply") from None
     answer, queued = await run_in_threadpool(operations.ingest, store, key, sent, idempotency)
     return json_bytes(json.dumps(answer).encode(), 202 if queued else 200)
 
@@ -106,7 +108,15 @@ def list_episodes(
 def get_episode(episode_id: str, key: Reader, store: Opened) -> Response:
     episode_id = identifier("episode_id", episode_id)
     require_owned(store, key, "episode", episode_id)
-    return json_bytes(json.dumps(pipeline.show_episode(store, key.tenant_id, episode_id)).encode())
+    shown = pipeline.show_episode(
+        store,
+        key.tenant_id,
+        episode_id,
+        agent_id=key.agent_id,
+        purpose=key.purpose,
+        reviewer=key.allows("reviewer"),
+    )
+    return json_bytes(json.dumps(shown).encode())
 
 
 @router.post(

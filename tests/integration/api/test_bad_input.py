@@ -468,3 +468,43 @@ def test_a_key_revoked_elsewhere_is_refused_once_the_cache_forgets_it(
         revoke_key(store, secret.split("_")[1])
         time.sleep(1.1)
         assert api.get("/v1/subjects/mira/facts").status_code == 401
+
+
+DEEP = b'{"a":' * 100_000 + b"1" + b"}" * 100_000  # past the JSON parser's own recursion limit
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", "/v1/episodes"),
+        ("POST", "/v1/remember"),
+        ("PUT", "/v1/facts"),
+        ("POST", "/v1/keys"),
+    ],
+)
+def test_deeply_nested_json_is_refused_on_every_body(
+    server: Server, keys: Keys, tenant: str, method: str, path: str
+) -> None:
+    with server.client(keys("admin")) as api:
+        answer = api.request(
+            method, path, content=DEEP, headers={"Content-Type": "application/json"}
+        )
+
+    assert answer.status_code in (400, 422), answer.text[:300]
+    assert answer.headers["content-type"].startswith("application/problem+json")
+    assert set(rows_of(server.database_url, tenant).values()) == {0}
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["/v1/subjects/%ff/facts", "/v1/subjects/mira%c3/facts", "/v1/subjects/mira/facts?at=%fe"],
+)
+def test_a_path_or_query_that_is_not_utf8_is_refused(
+    server: Server, keys: Keys, target: str
+) -> None:
+    with server.client(keys("reader")) as api:
+        answer = api.get(target)
+
+    assert answer.status_code == 400
+    assert answer.json()["type"] == "urn:sgam:problem:malformed-request"
+    assert "UTF-8" in answer.json()["detail"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -245,6 +246,24 @@ def test_each_key_has_its_own_token_bucket(limited: Server, store: Store, tenant
     assert unaffected == 200
 
 
+def test_unknown_keys_are_rate_limited_per_client_address(
+    limited: Server, store: Store, tenant: str
+) -> None:
+    with limited.client(f"sgam_nosuchkey_{tenant}") as guesser:
+        statuses = [guesser.get("/v1/subjects/mira/facts").status_code for _ in range(8)]
+        refused = guesser.get("/v1/subjects/mira/facts")
+    secret = create_key(store, {"tenant_id": tenant, "role": "reader"})[1]
+    time.sleep(int(refused.headers["Retry-After"]) + 0.5)  # the address's bucket refills
+    with limited.client(secret) as api:
+        valid = api.get("/v1/subjects/mira/facts").status_code
+
+    assert statuses[:3] == [401, 401, 401]  # the burst of refused keys
+    assert set(statuses[3:]) == {429}  # then no lookup at all until the bucket refills
+    assert refused.json()["type"] == "urn:sgam:problem:rate-limited"
+    assert int(refused.headers["Retry-After"]) >= 1
+    assert valid == 200
+
+
 def test_with_a_broker_episodes_wait_in_the_queue(
     limited: Server, store: Store, tenant: str
 ) -> None:
@@ -284,7 +303,8 @@ def test_not_ready_while_the_broker_is_down(
     assert ready.status_code == 503
     assert ready.json()["checks"] == {"database": "ok", "broker": "unreachable"}
     assert ingested.json()["broker_down"] is True  # stored: the sweeper queues it later
-    assert ingested.json()["receipts"][0]["status"] == "queued"
+    assert ingested.status_code == 202
+    assert ingested.json()["receipts"][0]["status"] == "stored"  # not "queued": nothing was
     assert metrics.status_code == 200  # the pipeline's gauges, without the broker's depth
     assert 'sgam_episodes{state="pending"}' in metrics.text
     assert "sgam_queue_depth{" not in metrics.text

@@ -1,0 +1,300 @@
+"""The model lane at scale: LoCoMo turns as episodes through intake, Celery with one worker of
+two processes (`--concurrency 2`), the model extractor against the stub OpenAI-compatible
+server (bench/stub_llm.py, its own process, answering a valid empty extraction after a set
+latency), the policy stage and PostgreSQL.
+
+    .venv/bin/python bench/llm_lane.py [--episodes 2000] [--latencies 0 0.4 2]
+        [--slow 200] [--rpm-episodes 600] [--baseline REV --baseline-episodes 200]
+
+Per run: episodes/s end to end (first intake to last episode settled), the stub's peak of
+requests in flight, the worker's CPU per episode (every process of the worker, from
+/proc, between the first intake and the end), enqueue→done p50/p99 (`finished_at -
+received_at`), failed episodes and 429s. Then a run with a model answering after 20 s
+(`--slow` episodes, default settings: nothing may fail), and one with `SGAM_LLM_RPM=600`
+against a stub that refuses past 600 a minute (the rate measured at the stub, and no 429 may
+reach an episode). `--baseline REV` measures the same runs for an older commit (a worktree of
+it under /tmp, its workers started from it) in the same session, for the figure beside
+today's. The database named by --url (must contain "bench") is dropped and recreated for each
+run; Redis database 28 is the broker and the budget's store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import redis
+from figures import percentile
+from pipeline_flow import LOCOMO, done_count, latencies_ms, locomo_lines, open_store_migrated
+from scratch_databases import recreate
+from sqlalchemy import create_engine, func, select
+
+import pipeline
+from pipeline.db.models import EpisodeRow
+from pipeline.db.store import open_store
+from pipeline.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/sgam_bench_llm"
+BROKER = "redis://127.0.0.1:6379/28"
+TICK = os.sysconf("SC_CLK_TCK")
+_GRACE = timedelta(seconds=120)  # past SGAM_SWEEP_GRACE_S and any lease of a stalled claim
+
+
+class Stub:
+    """bench/stub_llm.py in a process of its own."""
+
+    def __init__(self) -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        script = str(ROOT / "bench" / "stub_llm.py")
+        self.process = subprocess.Popen([sys.executable, script, "--port", str(self.port)])
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                self.stats()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+
+    def _call(self, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=data)
+        with urllib.request.urlopen(request, timeout=10) as response:
+            answer: dict[str, Any] = json.loads(response.read())
+        return answer
+
+    def configure(self, latency_s: float, rpm: float | None = None) -> None:
+        self._call("/stub/config", {"latency_s": latency_s, "rpm": rpm})
+
+    def stats(self) -> dict[str, Any]:
+        return self._call("/stub/stats")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+def group_cpu_s(pgid: int) -> float:
+    """User + system CPU of every live process in process group `pgid`."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[2]) == pgid:  # fields[0] is the state; pgrp is the fifth field
+            total += int(fields[11]) + int(fields[12])
+    return total / TICK
+
+
+def start_worker(
+    url: str, stub: Stub, code: Path, settings: dict[str, str]
+) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(code),
+        "SGAM_DATABASE_URL": url,
+        "SGAM_BROKER_URL": BROKER,
+        "SGAM_REDIS_URL": BROKER,
+        "SGAM_LLM_BASE_URL": stub.base_url,
+        "SGAM_LLM_MODEL": "stub",
+        **settings,
+    }
+    command = [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "--queues"]
+    command += ["extract", "--concurrency", "2", "--loglevel", "warning"]
+    command += ["--without-mingle", "--without-gossip"]
+    worker = subprocess.Popen(command, env=env, cwd=code, start_new_session=True)
+    time.sleep(5)  # the worker's start-up is not part of the lane's figures
+    return worker
+
+
+def failed_count(url: str) -> int:
+    engine = create_engine(url)
+    with engine.connect() as connection:
+        failed = connection.execute(
+            select(func.count()).where(EpisodeRow.status == "failed")
+        ).scalar_one()
+    engine.dispose()
+    return int(failed)
+
+
+def lane_run(
+    name: str,
+    url: str,
+    lines: list[dict[str, Any]],
+    stub: Stub,
+    *,
+    latency_s: float,
+    code: Path = ROOT,
+    stub_rpm: float | None = None,
+    settings: dict[str, str] | None = None,
+    timeout_s: float = 1800,
+) -> dict[str, Any]:
+    recreate(url)
+    open_store_migrated(url).dispose()
+    redis.Redis.from_url(BROKER).flushdb()
+    stub.configure(latency_s, stub_rpm)
+    worker = start_worker(url, stub, code, settings or {})
+    store = open_store(Settings(database_url=url, broker_url=BROKER))
+    try:
+        cpu_before = group_cpu_s(worker.pid)
+        started = time.perf_counter()
+        receipts = pipeline.ingest(store, lines).receipts
+        assert {r.status for r in receipts} == {"queued"}
+        swept, progress = 0, (0, time.perf_counter())
+        while True:
+            done, _total = done_count(url)
+            failed = failed_count(url)
+            if done + failed >= len(lines) or time.perf_counter() - started > timeout_s:
+                break
+            if done + failed > progress[0]:
+                progress = (done + failed, time.perf_counter())
+            elif time.perf_counter() - progress[1] > 30:
+                # Nothing settled for 30 s: wake-ups were lost (another test on this machine
+                # may flush every Redis database). The sweeper's own path re-queues them.
+                pending, stuck, _ = pipeline.sweep(store, now=datetime.now(UTC) + _GRACE)
+                swept += pending + stuck
+                progress = (done + failed, time.perf_counter())
+            time.sleep(0.1)
+        elapsed = time.perf_counter() - started
+        cpu = group_cpu_s(worker.pid) - cpu_before
+    finally:
+        store.dispose()
+        os.killpg(worker.pid, signal.SIGTERM)
+        worker.wait(timeout=60)
+    stats = stub.stats()
+    latency = latencies_ms(url)
+    first, last = stats["first_answer_at"], stats["last_answer_at"]
+    stub_rate = (stats["answered"] - 1) / (last - first) if first and last and last > first else 0
+    return {
+        "run": name,
+        "episodes": len(lines),
+        "done": done,
+        "failed": failed,
+        "episodes/s": done / elapsed,
+        "peak in flight": stats["peak_in_flight"],
+        "cpu ms/ep": cpu * 1000 / max(1, done),
+        "p50 s": percentile(latency, 0.5) / 1000 if latency else 0.0,
+        "p99 s": percentile(latency, 0.99) / 1000 if latency else 0.0,
+        "429s": stats["rejected"],
+        "stub req/s": stub_rate,
+        "re-queued": swept,
+    }
+
+
+class Table(list[dict[str, Any]]):
+    """The rows, each printed as soon as its run ends."""
+
+    HEADER = ["episodes", "done", "failed", "episodes/s", "peak in flight", "cpu ms/ep"]
+    HEADER += ["p50 s", "p99 s", "429s", "stub req/s", "re-queued"]
+
+    def append(self, row: dict[str, Any]) -> None:
+        if not self:
+            print(f"{'run':<26}" + "".join(f"{h:>15}" for h in self.HEADER), flush=True)
+        super().append(row)
+        cells = [
+            f"{row[h]:>15.2f}" if isinstance(row[h], float) else f"{row[h]:>15}"
+            for h in self.HEADER
+        ]
+        print(f"{row['run']:<26}" + "".join(cells), flush=True)
+
+
+def baseline_checkout(revision: str) -> Path:
+    """A worktree of `revision` under /tmp (made once), whose workers measure the baseline."""
+    path = Path(f"/tmp/sgam-llm-bench-baseline-{revision[:12]}")
+    if not path.exists():
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(path), revision],
+            check=True,
+            capture_output=True,
+        )
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--url", default=os.environ.get("SGAM_BENCH_URL", DEFAULT_URL))
+    parser.add_argument("--episodes", type=int, default=2000, help="LoCoMo turns per run")
+    parser.add_argument("--latencies", type=float, nargs="+", default=[0.0, 0.4, 2.0])
+    parser.add_argument("--slow", type=int, default=200, help="episodes of the 20 s run (0: skip)")
+    parser.add_argument("--rpm-episodes", type=int, default=600, help="of the RPM run (0: skip)")
+    parser.add_argument("--baseline", help="a git revision to measure beside this checkout")
+    parser.add_argument("--baseline-episodes", type=int, default=200)
+    parser.add_argument("--baseline-latencies", type=float, nargs="+", default=[0.0, 0.4])
+    parser.add_argument("--locomo", type=Path, default=LOCOMO)
+    parser.add_argument("--code", type=Path, default=ROOT, help="the checkout whose workers run")
+    parser.add_argument("--label", default="", help="prefix of each run's name")
+    args = parser.parse_args()
+    lines = locomo_lines(args.locomo)
+    stamp = f"{datetime.now(UTC):%Y-%m-%d %H:%M}"
+    described = subprocess.run(
+        ["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True, text=True
+    ).stdout.strip()
+    print(f"SGAM LLM lane benchmark, {stamp} UTC, commit {described}, stub model, 2 processes")
+    print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    stub = Stub()
+    rows = Table()
+    try:
+        if args.baseline:  # measured by that commit's own code: its schema, intake and workers
+            checkout = baseline_checkout(args.baseline)
+            command = [sys.executable, str(checkout / "bench" / "llm_lane.py")]
+            if not (checkout / "bench" / "llm_lane.py").exists():
+                command = [sys.executable, __file__]
+            command += ["--code", str(checkout), "--label", f"baseline {args.baseline[:8]}, "]
+            command += ["--episodes", str(args.baseline_episodes), "--slow", "0"]
+            command += ["--rpm-episodes", "0", "--locomo", str(args.locomo), "--url", args.url]
+            command += ["--latencies", *map(str, args.baseline_latencies)]
+            env = {**os.environ, "PYTHONPATH": str(checkout)}
+            subprocess.run(command, env=env, check=False)
+        for latency in args.latencies:
+            rows.append(
+                lane_run(
+                    f"{args.label}{latency:g} s",
+                    args.url,
+                    lines[: args.episodes],
+                    stub,
+                    latency_s=latency,
+                    code=args.code,
+                )
+            )
+        if args.slow:
+            rows.append(lane_run("20 s model", args.url, lines[: args.slow], stub, latency_s=20.0))
+        if args.rpm_episodes:
+            rows.append(
+                lane_run(
+                    "SGAM_LLM_RPM=600, 0.4 s",
+                    args.url,
+                    lines[: args.rpm_episodes],
+                    stub,
+                    latency_s=0.4,
+                    stub_rpm=600,
+                    settings={"SGAM_LLM_RPM": "600"},
+                )
+            )
+    finally:
+        stub.stop()
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

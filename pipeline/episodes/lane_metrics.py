@@ -1,0 +1,51 @@
+"""Prometheus counters of the extraction lane, kept by whichever process extracts (a worker's
+pool processes, or the process in inline mode): model requests by outcome, tokens by tenant,
+model latency, and episodes processed by outcome.
+
+In a worker started with `sgam worker --metrics-port`, PROMETHEUS_MULTIPROC_DIR is set before
+anything is imported, so every pool process writes its values to files there and the worker's
+main process serves their sum (`workers.metrics`).
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Histogram
+
+from pipeline.errors import LlmFailure
+from schemas.extraction import Usage
+
+# Seconds; a model answers in tens of milliseconds to tens of seconds.
+MODEL_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120)
+
+REQUESTS = Counter(
+    "sgam_llm_requests",
+    "Model extractions by outcome: ok, or the class of the final failure",
+    ("model", "outcome"),
+)
+TOKENS = Counter(
+    "sgam_llm_tokens",
+    "Tokens spent on the model, prompt or completion",
+    ("tenant", "model", "kind"),
+)
+LATENCY = Histogram(
+    "sgam_llm_request_duration_seconds",
+    "Time one model extraction took, retries and re-asks included",
+    ("model",),
+    buckets=MODEL_BUCKETS,
+)
+EPISODES = Counter(
+    "sgam_episodes_processed", "Episodes a worker finished, by outcome", ("outcome",)
+)
+
+
+def observe_model(tenant_id: str, usage: Usage, failure: LlmFailure | None = None) -> None:
+    """One extraction through the model (a result or its final failure)."""
+    model = usage.model or "unknown"
+    REQUESTS.labels(model, "ok" if failure is None else type(failure).__name__).inc()
+    TOKENS.labels(tenant_id, model, "prompt").inc(usage.prompt_tokens)
+    TOKENS.labels(tenant_id, model, "completion").inc(usage.completion_tokens)
+    LATENCY.labels(model).observe(usage.latency_ms / 1000)
+
+
+def observe_episode(outcome: str) -> None:
+    EPISODES.labels(outcome).inc()

@@ -1,0 +1,116 @@
+"""Clauses of an episode, and whether each one is asked rather than stated.
+
+The rules read clauses, not sentences: in "Given that my budget is $650, should I upgrade?"
+the first clause states a fact and only the last one asks. A sentence ending in `?` has its
+last clause questioned (unless that clause is a tag such as "do you?" or "what about you?",
+which then is the only one questioned); any clause that opens like a question (`do you`,
+`what`, `is it`) is questioned wherever it stands, with or without a question mark. What
+follows "the fact that", "given that", "now that", "remind me that" is taken as stated.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+_FLAGS = re.IGNORECASE
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+|;\s*|\s+[-–—]+\s+")
+_PRONOUN_START = r"(?=(?:i|i'm|i've|i'd|i'll|im|ive|my|we|we're|we've|our)\b)"
+_QUESTION_START = (
+    r"(?:do|does|did|are|is|was|were|can|could|would|will|should|shall|have|has|had|am|"
+    r"what|when|where|which|who|whom|whose|why|how|any|anything|ever|"
+    r"isn't|aren't|don't|doesn't|didn't|won't|wouldn't|can't|haven't)\b"
+)
+# After a comma, "which"/"who"/"where"/"when" start a relative clause, not a question.
+_ASKING_AFTER_COMMA = (
+    r"(?:do|does|did|are|is|was|were|can|could|would|will|should|shall|have|has|had|am|what|why|"
+    r"how|any|anything|ever|isn't|aren't|don't|doesn't|didn't|won't|wouldn't|can't|haven't)\b"
+)
+_CLAUSE_BREAK = re.compile(
+    r",?\s+(?:and|but|so|because|cause|plus|while|whereas|although|though|yet)\s+"
+    + _PRONOUN_START
+    + r"|(?<!\bhi)(?<!\bhey)(?<!\bhello)(?<!\bhiya),\s+(?:and\s+|but\s+|so\s+)?(?="
+    + _ASKING_AFTER_COMMA
+    + r"|"
+    + _PRONOUN_START[3:-1]
+    + r"|right\b|ok\b|okay\b|huh\b|eh\b)",
+    _FLAGS,
+)
+# What follows these is taken as given even inside a question: "how can I use the fact that I
+# secured 5 interviews?", "given that my budget is $650, should I ...?".
+_GIVEN = (
+    r"(?:the\s+fact\s+that|given\s+that|considering\s+that|now\s+that|seeing\s+(?:as|that)|"
+    r"knowing\s+that|remind\s+me\s+that)\b"
+)
+_GIVEN_BREAK = re.compile(r"\s+(?=" + _GIVEN + ")", _FLAGS)
+_GIVEN_START = re.compile(r"^\W*" + _GIVEN, _FLAGS)
+_COMPANION = re.compile(r"^(?:(?i:my|our|his|her|their|the|a|an)\s+[\w'-]+|[A-Z][\w'-]+)$")
+_QUESTION = re.compile(r"^\W*(?:and\s+|but\s+|so\s+|also\s+|or\s+)?" + _QUESTION_START, _FLAGS)
+_TAG = re.compile(
+    r"^\W*(?:(?:and|or)\s+)?(?:(?:do|did|are|have|can|would|will|don't|didn't|aren't|haven't|"
+    r"won't|isn't)\s+(?:you|they|we|it)(?:\s+too)?|what\s+about\s+you|how\s+about\s+you|"
+    r"and\s+you|you|right|huh|eh|no|ok|okay|or\s+not)\W*$",
+    _FLAGS,
+)
+
+
+@dataclass(frozen=True)
+class Clause:
+    text: str
+    start: int
+    """Offset of the clause in the episode's text."""
+    questioned: bool
+
+
+def clauses(text: str) -> Iterator[Clause]:
+    """Every non-empty clause of `text`, in order."""
+    for sentence, start in _pieces(text, _SENTENCE_END, 0):
+        asked = sentence.rstrip(" \"')]*~:.!").endswith("?")
+        parts = _companions_joined(
+            sentence,
+            start,
+            [
+                piece
+                for clause, offset in _pieces(sentence, _CLAUSE_BREAK, start)
+                for piece in _pieces(clause, _GIVEN_BREAK, offset)
+            ],
+        )
+        last = len(parts) - 1
+        if asked and last > 0 and _TAG.match(parts[last][0].rstrip("?!. ")):
+            last = -1  # "I live in Ohio, do you?": only the tag asks
+        for index, (clause, offset) in enumerate(parts):
+            questioned = not _GIVEN_START.match(clause) and (
+                bool(_QUESTION.match(clause)) or (asked and index == last)
+            )
+            yield Clause(clause, offset, questioned)
+
+
+def _companions_joined(
+    sentence: str, start: int, parts: list[tuple[str, int]]
+) -> list[tuple[str, int]]:
+    """ "My wife and I live in Ohio" is one clause with a shared subject, not two."""
+    joined: list[tuple[str, int]] = []
+    for text, offset in parts:
+        if joined and _COMPANION.match(joined[-1][0]):
+            begin = joined[-1][1]
+            between = sentence[begin - start + len(joined[-1][0]) : offset - start]
+            if between.strip().casefold() in {"and", "&"}:
+                joined[-1] = (sentence[begin - start : offset - start + len(text)], begin)
+                continue
+        joined.append((text, offset))
+    return joined
+
+
+def _pieces(text: str, separator: re.Pattern[str], base: int) -> Iterator[tuple[str, int]]:
+    position = 0
+    for match in separator.finditer(text):
+        yield from _trimmed(text[position : match.start()], base + position)
+        position = match.end()
+    yield from _trimmed(text[position:], base + position)
+
+
+def _trimmed(piece: str, offset: int) -> Iterator[tuple[str, int]]:
+    stripped = piece.strip()
+    if stripped:
+        yield stripped, offset + piece.index(stripped)

@@ -1,0 +1,194 @@
+"""Reading one clause with the catalogue's statement forms: which forms match, what value
+each reads, and which check refused the rest (what `sgam extract --explain` shows).
+
+A clause that hedges, wishes, plans, supposes or reports ("I think", "I want to", "if",
+"she says") states nothing, and a negation before the form denies it ("I don't live in
+Paris"); a form's own words may hold a negation ("I don't eat {value}"). "My wife and I live
+in Ohio" is not the subject's alone and yields nothing either.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pipeline.extract.forms import (
+    CompiledForm,
+    anchors,
+    compile_forms,
+    enum_values,
+    number_value,
+    string_values,
+    word_set,
+)
+from schemas.catalog import AttributeSpec, Catalog, ValueType
+
+_FLAGS = re.IGNORECASE
+# Anywhere in the clause these suspend what it states: "if", "I think", "she said", "I'd".
+HEDGES = re.compile(
+    r"\b(?:if|were|would|could|should|might|suppose|supposing|imagine|assuming|assume|wish|"
+    r"wishes|hypothetically|pretend|pretending|unless|whether|when|whenever|once|until|maybe|"
+    r"perhaps|probably|possibly|think|thought|guess|doubt|wonder|says|said|say|saying|claims|"
+    r"claimed|heard|believes?|jk|kidding|someday|will|shall|used\s+to|told|tells|asked|ask|"
+    r"supposed|seems|sounds|feel\s+like)\b|\b\w+['’](?:d|ll)\b",
+    _FLAGS,
+)
+# These only suspend the statement they lead into ("I want to live in Paris", "I'm trying to
+# move to Oslo"), within a few words before the form: "I'm trying to fix my app, whose
+# response time improved to 250ms" still states the response time.
+WEAK_HEDGES = re.compile(
+    r"\b(?:hope|hoping|want|wants|wanted|wanna|gonna|going\s+to|plan|plans|planning|try|"
+    r"trying|dream|dreaming|soon|almost|nearly|like\s+to\s+think)\b",
+    _FLAGS,
+)
+NEAR_WORDS = 4
+NEGATION = re.compile(
+    r"\b(?:not|never|no\s+longer|no|nobody|neither|nor|none|cannot|dont|cant|wont|didnt|doesnt|"
+    r"isnt|arent|wasnt|havent|hasnt|couldnt|wouldnt|shouldnt|aint)\b|\w['’]?n['’]t\b",
+    _FLAGS,
+)
+_SHARED_SUBJECT = re.compile(r"\b(?:and|&|with)\s*$", _FLAGS)
+# What may stand between a clause's start and a first-person form: "the zoo I work at" is a
+# relative clause, "well, since I work at" is not.
+_MAY_PRECEDE = word_set(
+    "and but so well oh yes yeah yep also actually now currently still because since as "
+    "cause though then plus too really honestly definitely sure ok okay lol haha hi hey "
+    "hello that given anyway besides personally myself usually mostly right and ah aw wow "
+    "cool nice great hmm um uh nope"
+)
+_WORDS = re.compile(r"[\w'’-]+")
+TypedValue = Callable[[str, AttributeSpec], str]
+
+
+@dataclass(frozen=True)
+class FormHit:
+    attribute: str
+    form: str
+    values: tuple[str, ...]
+    refused: str
+    """'' when the hit stands, else the check that refused it."""
+
+
+class FormReader:
+    """The compiled forms of one catalogue, indexed by the words that can trigger them."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self.forms = compile_forms(catalog)
+        self._index: dict[str, list[int]] = {}
+        for number, form in enumerate(self.forms):
+            for word in anchors(catalog, form):
+                self._index.setdefault(word, []).append(number)
+        self._always = self._index.pop("", [])
+        self._slots = {(form.attribute, form.form): form.slot for form in self.forms}
+
+    def may_match(self, text: str) -> bool:
+        """Whether any form matches somewhere in `text`, clauses aside: most chat turns state
+        nothing and are dismissed before they are split into clauses."""
+        return any(self.forms[n].pattern.search(text) for n in self._tried(text))
+
+    def read(self, clause: str, typed_value: TypedValue) -> list[FormHit]:
+        """Every form that matches `clause`, refused or not; one standing hit per attribute,
+        and a {term} reading wins over a free value read from the same words."""
+        numbers = self._tried(clause)
+        hits: list[FormHit] = []
+        standing: dict[str, FormHit] = {}
+        for number in numbers:
+            form = self.forms[number]
+            if form.attribute in standing:
+                continue
+            match = form.pattern.search(clause)
+            if match is None:
+                continue
+            hit = self._judge(form, clause, match, typed_value)
+            hits.append(hit)
+            if not hit.refused:
+                standing[form.attribute] = hit
+        return _prefer_terms(hits, standing, self._slots) if len(hits) > 1 else hits
+
+    def tried(self, clause: str) -> list[CompiledForm]:
+        """The forms a clause is searched with: those one of whose words it contains."""
+        return [self.forms[number] for number in self._tried(clause)]
+
+    def _tried(self, clause: str) -> list[int]:
+        words = {word.casefold().replace("’", "'") for word in _WORDS.findall(clause)}
+        return sorted({n for word in words for n in self._index.get(word, ())} | set(self._always))
+
+    def _judge(
+        self, form: CompiledForm, clause: str, match: re.Match[str], typed_value: TypedValue
+    ) -> FormHit:
+        spec = self.catalog.attributes[form.attribute]
+        span = match["value"]
+        if form.leading:
+            outside = clause[match.end("value") :]
+            prefix = ""
+        else:
+            prefix = clause[: match.start()]
+            outside = prefix + " " + span
+        refused = _refusal(prefix, outside, span, form)
+        if refused:
+            return FormHit(form.attribute, form.form, (), refused)
+        values = _values(span, spec, form, typed_value)
+        if not values:
+            return FormHit(form.attribute, form.form, (), f"no {spec.type.value} value in {span!r}")
+        return FormHit(form.attribute, form.form, tuple(values), "")
+
+
+def _values(
+    span: str, spec: AttributeSpec, form: CompiledForm, typed_value: TypedValue
+) -> list[str]:
+    if spec.type is ValueType.STRING:
+        return string_values(span, spec, form.slot, leading=form.leading)
+    if spec.type is ValueType.ENUM:
+        return enum_values(span, spec)
+    if spec.type is ValueType.NUMBER:
+        value = number_value(span, leading=form.leading)
+    else:
+        value = typed_value(span, spec)  # dates, datetimes, booleans: the rules' readers
+    return [value] if value else []
+
+
+def _refusal(prefix: str, outside: str, span: str, form: CompiledForm) -> str:
+    hedge = HEDGES.search(outside)
+    near = " ".join(prefix.split()[-NEAR_WORDS:])
+    if hedge is None:
+        hedge = WEAK_HEDGES.search(near) or WEAK_HEDGES.search(span)
+    if hedge:
+        return f"hedged or hypothetical ({hedge.group(0)!r})"
+    # A first-person form owns its clause: any negation before it denies it. A noun phrase
+    # ("a budget of {value}") is denied by a negation just before it, not by one that belongs
+    # to another verb further back.
+    negation = NEGATION.search(prefix if form.personal else near)
+    if negation is None and not form.leading:
+        negation = NEGATION.match(span)
+    if negation:
+        return f"negated ({negation.group(0)!r})"
+    if _SHARED_SUBJECT.search(prefix):
+        return "the subject is shared with someone else"
+    last = prefix.rstrip()
+    if last.endswith(('"', "“", "‘")) or prefix.count('"') % 2:
+        return "quoted (someone's words, not a statement)"
+    if form.personal and last and last[-1].isalnum():
+        word = last.split()[-1].casefold()
+        if word not in _MAY_PRECEDE:
+            return f"inside another phrase (after {word!r})"
+    return ""
+
+
+def _prefer_terms(
+    hits: list[FormHit], standing: dict[str, FormHit], slots: dict[tuple[str, str], str]
+) -> list[FormHit]:
+    termed = {
+        value
+        for hit in standing.values()
+        if slots[(hit.attribute, hit.form)] == "term"
+        for value in hit.values
+    }
+    out = []
+    for hit in hits:
+        slot = slots[(hit.attribute, hit.form)]
+        if not hit.refused and slot != "term" and set(hit.values) & termed:
+            hit = FormHit(hit.attribute, hit.form, (), "the same words name a listed term")
+        out.append(hit)
+    return out

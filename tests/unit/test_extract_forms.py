@@ -1,0 +1,173 @@
+"""Statement forms declared in the catalogue, read clause by clause: the personal default
+catalogue on the phrasings people use, clauses inside questions, what is not stated, value
+boundaries, change verbs and numbers inside phrases, and forms refused at load."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pipeline.catalog import bundled_catalog, parse_catalog
+from pipeline.errors import CatalogError, InvalidInput
+from pipeline.extract import extract
+from pipeline.extract.clauses import clauses
+from pipeline.settings import Settings, load_settings
+from schemas.catalog import Catalog
+from tests.unit.extract_helpers import episode
+
+SETTINGS = Settings(_env_file=None)  # type: ignore[call-arg]
+PERSONAL = bundled_catalog("personal")
+
+BUDGET = parse_catalog(
+    """
+version: "t1"
+kinds: {fact: {retention: P30D}}
+attributes:
+  monthly_budget:
+    type: number
+    forms:
+      - "my [monthly] budget [limit] is {value}"
+      - "(a|my) [monthly] budget of {value}"
+      - "my {value} monthly budget"
+      - "{change} my [monthly] budget to {value}"
+""",
+    "<test>",
+    toml=False,
+)
+
+
+def kept(text: str, catalog: Catalog = PERSONAL) -> list[tuple[str, Any]]:
+    result = extract(episode(text), catalog=catalog, settings=SETTINGS, extractor="rules")
+    return sorted((c.attribute, c.value) for c in result.kept)
+
+
+STATED = [
+    ("I live in california", [("home_city", "california")]),
+    ("I work at mcdonald's", [("employer", "mcdonald's")]),
+    ("I have 4 kids", [("number_of_children", 4)]),
+    ("I'm allergic to dogs", [("allergies", "dogs")]),
+    ("I am vegan", [("diet", "vegan")]),
+    ("I play the piano", [("hobbies", "piano")]),
+    ("Hi, my name is charles", [("preferred_name", "charles")]),
+    ("My favorite dish is pasta", [("favorite_food", "pasta")]),
+    ("My favourite band is Radiohead.", [("favorite_music", "Radiohead")]),
+    ("I'm 34 years old.", [("age", 34)]),
+    ("I'm a high school teacher.", [("job_title", "high school teacher")]),
+    ("I also have two dogs and a cat.", [("pets", "cat"), ("pets", "dog")]),
+    ("I speak Spanish and Portuguese.", [("languages", "Portuguese"), ("languages", "Spanish")]),
+    ("I moved to Lisbon last year.", [("home_city", "Lisbon")]),
+    ("I live in France.", [("home_country", "France")]),
+    ("Pizza is my favorite food!", [("favorite_food", "Pizza")]),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), STATED, ids=[t for t, _ in STATED])
+def test_the_personal_catalogue_reads_the_forms_people_use(
+    text: str, expected: list[tuple[str, Any]]
+) -> None:
+    assert kept(text) == expected
+
+
+def test_a_value_stops_where_its_clause_ends() -> None:
+    assert kept("My city is Boston and I work at Google.") == [
+        ("employer", "Google"),
+        ("home_city", "Boston"),
+    ]
+    assert kept("I live in Ohio with my husband, do you?") == [("home_city", "Ohio")]
+
+
+NOT_STATED = [
+    "Do you live in Ohio?",
+    "You live in Ohio?",
+    "I don't live in Ohio.",
+    "I never worked at Google.",
+    "I think I live in Ohio now.",
+    "If I were vegan I would feel better.",
+    "My sister says I work at Google.",
+    "I want to move to Berlin.",
+    "I'd love to live in Paris.",
+    "The zoo I work at is open today.",
+    "My wife and I live in Ohio.",
+    "I love it.",
+    "I like your style.",
+    "Hey, I'm good, thanks!",
+]
+
+
+@pytest.mark.parametrize("text", NOT_STATED)
+def test_questioned_negated_hedged_reported_or_empty_statements_yield_nothing(
+    text: str,
+) -> None:
+    assert kept(text) == []
+
+
+def test_a_statement_inside_a_question_counts_and_the_asking_clause_does_not() -> None:
+    text = "Given that I've already spent $575, and my budget limit is $650, should I buy it?"
+    assert [c.questioned for c in clauses(text)] == [False, False, True]
+    assert kept(text, BUDGET) == [("monthly_budget", 650)]
+    assert kept("Since I live in Ohio, what should I see?") == [("home_city", "Ohio")]
+    assert kept("How can I use the fact that I work at Acme?") == [("employer", "Acme")]
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("I increased my budget to $700 yesterday.", 700),
+        ("We raised my monthly budget to 1,200 dollars.", 1200),
+        ("That fits within a budget of $650.", 650),
+        ("It won't fit my $35 monthly budget.", None),
+        ("It has to fit my $35 monthly budget.", 35),
+        ("I never said a budget of $650.", None),
+    ],
+)
+def test_change_verbs_and_numbers_inside_phrases(text: str, value: int | None) -> None:
+    assert kept(text, BUDGET) == ([("monthly_budget", value)] if value is not None else [])
+
+
+@pytest.mark.parametrize(
+    ("form", "problem"),
+    [
+        ("I live in {place}", "unknown slot {place}"),
+        ("I live in", "exactly one {value}"),
+        ("I (live|stay in {value}", "not closed"),
+        ("I'm {value}", "at least two words"),
+        ("I am a {term}", "lists no 'terms'"),
+        ("(a|) {value} b", "empty alternative"),
+    ],
+)
+def test_a_bad_form_is_refused_at_load_naming_its_attribute(form: str, problem: str) -> None:
+    source = (
+        'version: "t"\nkinds: {fact: {retention: P30D}}\nattributes:\n  home:\n'
+        f"    type: string\n    forms: [{form!r}]\n"
+    )
+    with pytest.raises(CatalogError) as error:
+        parse_catalog(source, "cat.yaml", toml=False)
+    assert "attributes.home" in str(error.value)
+    assert "forms[0]" in str(error.value)
+    assert problem in str(error.value)
+
+
+def test_a_bundled_catalogue_is_selected_by_name() -> None:
+    assert "pets" in bundled_catalog("personal").attributes
+    assert "passport_deadline" in bundled_catalog("support").attributes
+    assert load_settings(catalog="personal").catalog == "personal"
+    with pytest.raises(InvalidInput) as error:
+        load_settings(catalog="crm")
+    assert "SGAM_CATALOG" in str(error.value)
+
+
+def test_the_readme_example_of_forms_loads_and_reads_what_its_comments_say() -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Teaching SGAM your attributes", 1)[1]
+    block = section.split("```yaml", 1)[1].split("```", 1)[0]
+    source = 'version: "readme"\nkinds: {fact: {retention: P30D}}\n' + block
+    example = parse_catalog(source, "README.md", toml=False)
+    assert kept("I'm a high school teacher", example) == [("job_title", "high school teacher")]
+    assert kept("I'm a mess", example) == []
+    assert kept("I also have two dogs and a cat", example) == [("pets", "cat"), ("pets", "dog")]
+    assert kept("It must fit within a budget of $650.", example) == [("monthly_budget", 650)]
+    assert kept("I increased my budget to $700", example) == [("monthly_budget", 700)]
+    assert kept("Pizza is my favourite dish", example) == [("favorite_food", "Pizza")]
