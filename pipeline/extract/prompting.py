@@ -25,7 +25,7 @@ from schemas.facts import Cardinality
 if TYPE_CHECKING:
     from pipeline.extract.protocol import Turn
 
-PROMPT_NAME = "extract/v2"
+PROMPT_NAME = "extract/v2"  # the default of SGAM_LLM_PROMPT
 MAX_SHOWN_VALUES = 8
 
 
@@ -34,10 +34,12 @@ def render_messages(
     catalog: Catalog,
     current: CurrentValues,
     earlier: Sequence[Turn] = (),
+    *,
+    prompt: str = PROMPT_NAME,
 ) -> list[dict[str, str]]:
     """The chat messages that ask the model for `Extraction` of `episode`; `earlier`: the
     turns of its conversation before it, shown as context only."""
-    return prompts.load(PROMPT_NAME).render(
+    return prompts.load(prompt).render(
         earlier=[
             {
                 "speaker": turn.speaker,

@@ -4,7 +4,6 @@ complete them through the real server's recorded answers (tests/cassettes/README
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -15,8 +14,7 @@ import pytest
 import pipeline
 from pipeline.db.store import Store, open_store
 from pipeline.extract.llm import LlmClient
-from pipeline.extract.prompting import PROMPT_NAME
-from tests.integration.cassettes import MODEL, cassette, recorded_tokens
+from tests.integration.cassettes import MODEL, RECORDED_PROMPT, cassette, recorded_tokens
 from tests.integration.cassettes import settings as llm_settings
 from tests.integration.pipeline_helpers import TENANT, episode
 
@@ -60,12 +58,12 @@ def llm_store(tmp_path: Path) -> Iterator[Store]:
 def _assert_done_by_the_model(store: Store, episode_id: str, played: object) -> None:
     shown = pipeline.show_episode(store, TENANT, episode_id)
     assert (shown["status"], shown["extractor"]) == ("done", f"llm:{MODEL}")
-    assert shown["prompt_version"] == PROMPT_NAME
+    assert shown["prompt_version"] == RECORDED_PROMPT
     usage = shown["usage"]
     assert (usage["prompt_tokens"], usage["completion_tokens"]) == recorded_tokens(played)
     assert shown["decisions"], "at least the episode's own record"
     for decision in shown["decisions"]:
-        assert (decision["episode_id"], decision["prompt_version"]) == (episode_id, PROMPT_NAME)
+        assert (decision["episode_id"], decision["prompt_version"]) == (episode_id, RECORDED_PROMPT)
 
 
 def test_failed_episodes_say_why_and_retry_completes_them(
@@ -120,45 +118,3 @@ def test_the_hot_path_defers_when_the_model_fails_and_the_sweeper_completes_it(
     assert (pending, stuck) == (1, 0)
     assert driven.outcomes[(TENANT, said.episode_id)].status == "done"
     _assert_done_by_the_model(llm_store, said.episode_id, played)
-
-
-def test_the_model_sees_the_turns_before_the_episode_as_context_only(
-    llm_store: Store, request: pytest.FixtureRequest
-) -> None:
-    """ "Yes, since March" alone says nothing; with the question before it, the model can read
-    it. What the recording answered decides only which branch is checked: the earlier turns
-    are in the prompt either way, and nothing is kept whose evidence is not the episode's."""
-    switch = Switch()
-    client = LlmClient(llm_store.settings, switch)
-    request.addfinalizer(client.close)
-    question = episode(
-        "Did you move to Lisbon in the end?",
-        "2026-06-01T08:59:00Z",
-        "s1",
-        subject="tom",
-        subject_names=["Tom"],
-    )
-    pipeline.ingest(llm_store, question, llm=client)  # the endpoint is down: it waits, failed
-    switch.down = False
-
-    with cassette(request) as played:
-        (receipt,) = pipeline.ingest(
-            llm_store, episode("Yes, since March.", "2026-06-01T09:00:00Z", "s1"), llm=client
-        ).receipts
-
-    first = json.loads(played.requests[0].body)["messages"]
-    assert "context only" in first[0]["content"]
-    user = first[1]["content"]
-    earlier = "- Tom (2026-06-01T08:59:00+00:00): Did you move to Lisbon in the end?"
-    assert user.index(earlier) < user.index("Episode (") < user.index("Yes, since March.")
-    shown = pipeline.show_episode(llm_store, TENANT, receipt.episode_id)
-    if receipt.status == "done":  # the answer validated: every fact quotes the episode itself
-        assert shown["prompt_version"] == PROMPT_NAME
-        for fact in pipeline.get(llm_store, {"tenant_id": TENANT, "subject": "mira"}):
-            assert fact.evidence is not None
-            assert fact.evidence.strip(" \"'").casefold() in "yes, since march."
-    else:  # no answer validated through the re-asks
-        assert (receipt.status, shown["last_error"].split(":")[0]) == (
-            "failed",
-            "LlmAnswerInvalid",
-        )
