@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-## Run the passport-deadline example on the embedded SQLite store (./sgam.sqlite3).
+## Run the example on a fresh embedded SQLite store (./sgam-demo.sqlite3); then .venv/bin/sgam.
 demo: $(STAMP)
 	$(BIN)/sgam demo
 

@@ -4,9 +4,14 @@ operations through the Python API in the same run: the HTTP overhead.
     .venv/bin/python bench/api.py [--clients 1 8 32] [--seconds 5] [--server-workers 1]
                                   [--rate R] [--operations ...] [--url URL] [--json FILE]
 
+The MCP endpoint (`/mcp`, streamable HTTP) is measured beside REST for GET facts and POST
+remember: each request is the JSON-RPC `tools/call` of `get_facts` or `remember` that an MCP
+client sends to the stateless endpoint (one POST, JSON answer), on the same kind of
+connection, so the two figures differ only by the door.
+
 Operations: GET facts (a subject's current facts), GET context (with a query), POST remember
 (an explicit statement through the rules extractor, a new fact each time) and POST episodes
-(batches of 100, stored and queued for the workers: a broker on Redis database 11 that no
+(batches of 100, stored and queued for the workers: a broker on Redis (--redis, database 11) that no
 worker drains). Each client is a thread with one keep-alive connection (http.client, which
 costs the client less than httpx) that sends its next request as soon as the last one is
 answered (closed loop: the service's capacity), or with --rate offers R requests a second
@@ -60,6 +65,8 @@ ATTRIBUTES = {
     "shipping_address": "9 Harbour Road, Leith",
 }
 OPERATIONS = ["GET facts", "GET context", "POST remember", "POST episodes"]
+MCP_VERSIONS = {"mcp": "2026-07-28", "mcp-2025": "2025-06-18"}
+MODES = ["http", *MCP_VERSIONS, "python"]
 Call = Callable[[int, random.Random], tuple[bool, int]]  # (ok, items) for one request
 
 
@@ -107,13 +114,14 @@ class HttpClient:
         self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         self.headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
         self.failures: list[str] = []
+        self.answer = b""
 
     def send(self, method: str, path: str, body: Any = None) -> bool:
         data = json.dumps(body).encode() if body is not None else None
         try:
             self.connection.request(method, path, body=data, headers=self.headers)
             response = self.connection.getresponse()
-            response.read()
+            self.answer = response.read()
         except (OSError, http.client.HTTPException) as error:
             self.failures.append(f"{type(error).__name__}: {error}")
             self.connection.close()
@@ -147,6 +155,52 @@ def http_calls(client: HttpClient) -> dict[str, Call]:
         "POST remember": remember,
         "POST episodes": ingest,
     }
+
+
+class McpClient(HttpClient):
+    """Tool calls as an MCP client sends them to the stateless `/mcp`: one JSON-RPC POST, in
+    the protocol of `version` (2026-07-28, which the SDK's client negotiates by default, or a
+    handshake-era one such as 2025-06-18, which older clients speak)."""
+
+    def __init__(self, port: int, secret: str, version: str) -> None:
+        super().__init__(port, secret)
+        self.version = version
+        self.headers |= {
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": version,
+        }
+        self.calls = 0
+
+    def call_tool(self, name: str, arguments: dict[str, Any]) -> bool:
+        self.calls += 1
+        params: dict[str, Any] = {"name": name, "arguments": arguments}
+        if self.version >= "2026":  # each request carries its envelope and routing headers
+            params["_meta"] = {
+                "io.modelcontextprotocol/protocolVersion": self.version,
+                "io.modelcontextprotocol/clientCapabilities": {},
+            }
+            self.headers |= {"Mcp-Method": "tools/call", "Mcp-Name": name}
+        request = {"jsonrpc": "2.0", "id": self.calls, "method": "tools/call", "params": params}
+        if not self.send("POST", "/mcp", request):
+            return False
+        # As for REST (whose answers are not parsed here either), only the outcome is read.
+        if (
+            not self.answer.startswith(b'{"jsonrpc":"2.0","id":')
+            or b'"isError":true' in self.answer
+        ):
+            self.failures.append(f"tool error: {self.answer[:200]!r}")
+            return False
+        return True
+
+
+def mcp_calls(client: McpClient) -> dict[str, Call]:
+    def facts(_: int, rng: random.Random) -> tuple[bool, int]:
+        return client.call_tool("get_facts", {"subject": rng.choice(SUBJECTS)}), 1
+
+    def remember(_: int, rng: random.Random) -> tuple[bool, int]:
+        return client.call_tool("remember", remember_body(rng)), 1
+
+    return {"GET facts": facts, "POST remember": remember}
 
 
 def python_calls(store: Store) -> dict[str, Call]:
@@ -232,12 +286,12 @@ def load(calls: list[Call], seconds: float, rate: float = 0) -> dict[str, Any]:
     }
 
 
-def start_server(url: str, port: int, workers: int) -> subprocess.Popen[bytes]:
+def start_server(url: str, port: int, workers: int, redis_url: str) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
         "SGAM_DATABASE_URL": url,
-        "SGAM_REDIS_URL": REDIS,
-        "SGAM_BROKER_URL": REDIS,
+        "SGAM_REDIS_URL": redis_url,
+        "SGAM_BROKER_URL": redis_url,
         "SGAM_API_RATE_PER_S": "1000000",  # limited, so the bucket's Redis trip is measured
         "SGAM_API_RATE_BURST": "1000000",
     }
@@ -265,15 +319,25 @@ def main() -> None:
     parser.add_argument("--server-workers", type=int, default=1)
     parser.add_argument("--port", type=int, default=18480)
     parser.add_argument(
+        "--redis", default=REDIS, help="Redis for the rate limit and the broker (flushed)"
+    )
+    parser.add_argument(
         "--rate", type=float, default=0, help="requests/s each client offers (0: closed loop)"
     )
     parser.add_argument("--operations", nargs="+", default=OPERATIONS, choices=OPERATIONS)
+    parser.add_argument(
+        "--modes",
+        nargs="+",
+        default=MODES,
+        choices=MODES,
+        help="http: REST; mcp*: /mcp",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
 
     fresh_database(args.url)
-    redis.Redis.from_url(REDIS).flushdb()
-    store = open_store(Settings(database_url=args.url, broker_url=REDIS))
+    redis.Redis.from_url(args.redis).flushdb()
+    store = open_store(Settings(database_url=args.url, broker_url=args.redis))
     seed(store)
     secret = pipeline.create_key(store, {"tenant_id": TENANT, "role": "writer"})[1]
     report: dict[str, Any] = {
@@ -281,19 +345,30 @@ def main() -> None:
         "server_workers": args.server_workers,
         "runs": [],
     }
-    server = start_server(args.url, args.port, args.server_workers)
+    server = start_server(args.url, args.port, args.server_workers, args.redis)
     try:
         for clients in args.clients:
             python = python_calls(store)
             for name in args.operations:
-                for mode in ("http", "python"):
+                for mode in args.modes:
+                    if mode in MCP_VERSIONS and name not in ("GET facts", "POST remember"):
+                        continue  # the tools measured beside REST
                     # New connections for each run: an idle one would have been closed by
                     # the server's keep-alive timeout while the other mode ran.
-                    http_clients = [HttpClient(args.port, secret) for _ in range(clients)]
-                    for client in http_clients if mode == "http" else []:
+                    http_clients = [
+                        McpClient(args.port, secret, MCP_VERSIONS[mode])
+                        if mode in MCP_VERSIONS
+                        else HttpClient(args.port, secret)
+                        for _ in range(clients)
+                    ]
+                    for client in http_clients if mode != "python" else []:
                         client.send("GET", "/healthz")  # connected before the clock starts
                     calls = [
-                        http_calls(client)[name] if mode == "http" else python[name]
+                        python[name]
+                        if mode == "python"
+                        else mcp_calls(client)[name]
+                        if isinstance(client, McpClient)
+                        else http_calls(client)[name]
                         for client in http_clients
                     ]
                     figures = load(calls, args.seconds, args.rate) | {

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from pipeline.extract.result import ExtractionResult
     from pipeline.hot_path import Remembered, remember
     from pipeline.ledger.batch import PutOutcome, put, put_many, write_fact, write_many
+    from pipeline.ledger.dismiss import dismiss, dismiss_fact
     from pipeline.ledger.expire import ExpireResult, expire, expire_key
     from pipeline.ledger.forget import ForgetResult, forget, forget_subject
     from pipeline.ledger.log import decision_log
@@ -101,6 +102,8 @@ _LAZY = {
     "forget": "pipeline.ledger.forget",
     "forget_subject": "pipeline.ledger.forget",
     "decision_log": "pipeline.ledger.log",
+    "dismiss": "pipeline.ledger.dismiss",
+    "dismiss_fact": "pipeline.ledger.dismiss",
     "promote": "pipeline.ledger.promote",
     "promote_fact": "pipeline.ledger.promote",
     "ReplayReport": "pipeline.rebuild",
@@ -181,6 +184,8 @@ __all__ = [
     "consolidate",
     "create_key",
     "decision_log",
+    "dismiss",
+    "dismiss_fact",
     "expire",
     "expire_key",
     "forget",

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
-from sqlalchemy import select
+from sqlalchemy import or_, select
 
 from pipeline.db.inserts import check_columns
 from pipeline.db.models import EPISODES, EpisodeRow, FactRow
@@ -30,8 +30,8 @@ from pipeline.episodes.process import (
     finish,
     run_extraction,
 )
-from pipeline.episodes.records import read_row
-from pipeline.errors import ConflictError, LlmFailure
+from pipeline.episodes.records import read_row, text_hash
+from pipeline.errors import ConflictError, IdempotencyConflict, LlmFailure, NotFound
 from pipeline.extract.backends import RULES
 from pipeline.extract.choose import model
 from pipeline.extract.llm import LlmClient
@@ -194,23 +194,45 @@ def _answer(episode_id: str, result: ExtractionResult, decisions: list[Decision]
     return Remembered(episode_id, facts, rejected, conflicts=conflicts)
 
 
+def _scope_of(request: RememberIn) -> tuple[str, str, str]:
+    return request.agent_id, request.purpose, request.subject
+
+
 def _earlier(store: Store, request: RememberIn, episode_id: str) -> Remembered:
-    """A repeated episode id or idempotency key: what the first request wrote."""
+    """A repeated episode id or idempotency key: what the first request wrote, if this is
+    the same request again (same scope, subject and text); IdempotencyConflict otherwise — a
+    reused key with another payload, or a taken episode id under a new key."""
+    taken = [EpisodeRow.episode_id == episode_id]
+    if request.idempotency_key is not None:  # the key first: it names the earlier request
+        taken.insert(0, EpisodeRow.idempotency_key == request.idempotency_key)
     with store.begin() as unit:
-        condition = (
-            EpisodeRow.idempotency_key == request.idempotency_key
-            if request.idempotency_key is not None
-            else EpisodeRow.episode_id == episode_id
+        rows = unit.session.scalars(
+            select(EpisodeRow).where(EpisodeRow.tenant_id == request.tenant_id, or_(*taken))
+        ).all()
+        keyed = [r for r in rows if r.idempotency_key == request.idempotency_key]
+        row = keyed[0] if keyed and request.idempotency_key is not None else next(iter(rows), None)
+        if row is None:  # the first request's episode is gone: nothing to answer again
+            raise NotFound(f"no episode {episode_id} in tenant {request.tenant_id}")
+        same = (
+            row.idempotency_key == request.idempotency_key
+            and (row.agent_id, row.purpose, row.subject) == _scope_of(request)
+            and row.text_hash == text_hash(request.text)
         )
-        row = unit.session.scalars(
-            select(EpisodeRow).where(EpisodeRow.tenant_id == request.tenant_id, condition)
-        ).one()
+        if not same:
+            raise IdempotencyConflict(
+                f"episode {row.episode_id} was stored by another request (a different key, "
+                "scope, subject or text); send a new episode_id or idempotency key",
+                key=request.idempotency_key or episode_id,
+            )
         row_id, status = row.episode_id, row.status
         facts = unit.session.scalars(
             select(FactRow).where(
                 FactRow.tenant_id == request.tenant_id,
+                FactRow.agent_id == row.agent_id,
+                FactRow.purpose == row.purpose,
                 FactRow.source_episode_id == row_id,
                 FactRow.superseded_at.is_(None),
+                FactRow.forgotten_at.is_(None),  # a forgotten value is never answered again
             )
         ).all()
         written = [Fact.model_validate(fact, from_attributes=True) for fact in facts]

@@ -21,6 +21,7 @@ from pipeline.db.models import EPISODES, ClaimRow, EventRow, FactRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.errors import InvalidInput
+from pipeline.ledger.dismiss import apply_dismissal
 from pipeline.ledger.expire import apply_expiry
 from pipeline.ledger.forget import apply_forget
 from pipeline.ledger.log import EVENT_COLUMNS
@@ -39,6 +40,7 @@ APPLY: dict[EventKind, Apply] = {
     EventKind.RESTATE: store_claim,
     EventKind.QUARANTINE: store_claim,
     EventKind.PROMOTE: apply_promotion,
+    EventKind.DISMISS: apply_dismissal,
     EventKind.EXPIRE: apply_expiry,
     EventKind.FORGET: apply_forget,
     EventKind.PURGE: apply_forget,

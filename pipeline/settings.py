@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -12,10 +13,13 @@ import prompts
 from pipeline.errors import InvalidInput
 
 ENV_PREFIX = "SGAM_"
+ENV_FILE_VARIABLE = "SGAM_ENV_FILE"  # the one env file settings are read from, if any
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_file=".env", extra="ignore")
+    # No env file unless one is named (SGAM_ENV_FILE, read by `load_settings`): a stray
+    # ./.env in whatever directory a command runs in must not change what it does.
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_file=None, extra="ignore")
 
     database_url: str = Field(
         default="sqlite:///sgam.sqlite3",
@@ -262,8 +266,11 @@ def normalise_database_url(url: str) -> str:
 
 def load_settings(**overrides: Any) -> Settings:
     """Settings from the environment, or InvalidInput naming the SGAM_* variable at fault."""
+    env_file = os.environ.get(ENV_FILE_VARIABLE) or None
+    if env_file is not None and not Path(env_file).is_file():
+        raise InvalidInput(ENV_FILE_VARIABLE, f"{env_file} is not a file")
     try:
-        return Settings(**overrides)
+        return Settings(_env_file=env_file, **overrides)
     except ValidationError as exc:
         error = exc.errors()[0]
         name = ENV_PREFIX + "_".join(str(part) for part in error["loc"]).upper()

@@ -73,6 +73,14 @@ class PromoteFact(Command):
     expected_version: int | None = Field(default=None, ge=1)
 
 
+class DismissFact(Command):
+    """Refuse a quarantined fact: it is hidden for good and can never be promoted."""
+
+    fact_id: Identifier
+    expected_version: int | None = Field(default=None, ge=1)
+    reason: str | None = Field(default=None, max_length=500, description="why, for the log")
+
+
 class ForgetSubject(Command):
     """Hide every fact about a subject in a tenant; with purge, also erase its content."""
 

@@ -40,7 +40,21 @@ def _not_blank(text: str) -> str:
 
 # An episode's instant, validated like every timestamp but with the sender's offset kept.
 EpisodeTime = Annotated[AwareDatetime, BeforeValidator(_aware)]
-EpisodeText = Annotated[Text, AfterValidator(_not_blank), Field(max_length=MAX_EPISODE_CHARS)]
+
+
+def _not_too_long(text: str) -> str:
+    if len(text) > MAX_EPISODE_CHARS:
+        raise ValueError(f"must be at most {MAX_EPISODE_CHARS:,} characters (got {len(text):,})")
+    return text
+
+
+# The limit as a validator: Field(max_length) after a validator counts "items".
+EpisodeText = Annotated[
+    Text,
+    AfterValidator(_not_blank),
+    AfterValidator(_not_too_long),
+    Field(json_schema_extra={"maxLength": MAX_EPISODE_CHARS}),
+]
 
 
 class Episode(BaseModel):

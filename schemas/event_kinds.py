@@ -10,7 +10,14 @@ member has one).
 from __future__ import annotations
 
 from schemas.buffer import BufferedPayload, DecidedPayload, SupportedPayload
-from schemas.events import ClaimPayload, ExpirePayload, ForgetPayload, Payload, PromotePayload
+from schemas.events import (
+    ClaimPayload,
+    DismissPayload,
+    ExpirePayload,
+    ForgetPayload,
+    Payload,
+    PromotePayload,
+)
 from schemas.lifecycle import EventKind
 from schemas.pipeline_events import ConsolidationPayload, EpisodeProcessedPayload
 
@@ -24,6 +31,7 @@ PAYLOADS: dict[EventKind, type[Payload] | None] = {
     EventKind.CONFLICT: ClaimPayload,
     EventKind.QUARANTINE: ClaimPayload,
     EventKind.PROMOTE: PromotePayload,
+    EventKind.DISMISS: DismissPayload,
     EventKind.EXPIRE: ExpirePayload,
     EventKind.FORGET: ForgetPayload,
     EventKind.PURGE: ForgetPayload,

@@ -32,6 +32,13 @@ class PromotePayload(Payload):
     now: UtcInstant
 
 
+class DismissPayload(Payload):
+    op: Literal["dismiss"] = "dismiss"
+    fact_id: str
+    now: UtcInstant
+    reason: str | None = None
+
+
 class SlotRef(Payload):
     tenant_id: str
     agent_id: str

@@ -60,6 +60,14 @@ def _text(text: str) -> str:
 _DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
+def _is_calendar_date(text: str) -> bool:
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
 def to_utc(value: object) -> datetime:
     """Accept an aware datetime or an ISO 8601 / RFC 3339 string with an offset; return UTC.
     A date alone (`2026-06-02`) means its start in UTC (`2026-06-02T00:00:00Z`).
@@ -70,13 +78,16 @@ def to_utc(value: object) -> datetime:
         try:
             day = date.fromisoformat(value.strip())
         except ValueError:
-            raise ValueError(f"{value!r} is not a calendar date") from None
+            raise ValueError(f"{value!r}: the day does not exist") from None
         return datetime(day.year, day.month, day.day, tzinfo=UTC)
     if isinstance(value, str):
         _utf8(value)
         try:
             value = datetime.fromisoformat(value.strip())
         except ValueError:
+            prefix = str(value).strip()[:10]
+            if _DATE_ONLY.fullmatch(prefix) and not _is_calendar_date(prefix):
+                raise ValueError(f"{value!r}: the day {prefix} does not exist") from None
             raise ValueError(
                 f"{value!r} is not an ISO 8601 timestamp (e.g. 2026-06-03T10:00:00Z)"
             ) from None

@@ -71,6 +71,7 @@ class EventKind(StrEnum):
     CONFLICT = "conflict"  # an equal-trust disagreement; nothing changed
     QUARANTINE = "quarantine"  # an untrusted claim was stored hidden until promoted
     PROMOTE = "promote"  # a quarantined fact was released as verified
+    DISMISS = "dismiss"  # a reviewer refused a quarantined fact: hidden for good
     EXPIRE = "expire"  # facts past their retention got expired versions
     FORGET = "forget"  # every fact of a subject was hidden
     PURGE = "purge"  # every fact of a subject was hidden and its content erased
@@ -95,6 +96,7 @@ LEDGER_KINDS = (
     EventKind.CONFLICT,
     EventKind.QUARANTINE,
     EventKind.PROMOTE,
+    EventKind.DISMISS,
     EventKind.EXPIRE,
     EventKind.FORGET,
     EventKind.PURGE,

@@ -81,12 +81,12 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     modules = (episodes, facts, review, subjects, keys, usage, health)
     for module in modules:
         app.include_router(module.router)
-    agents = mcp_http.mount(app, store)  # MCP for agents, streamable HTTP at /mcp
+    agents, mcp_route = mcp_http.mount(app, store)  # MCP for agents, streamable HTTP at /mcp
     app.mount("/ui", create_ui(store, settings))  # the review pages, errors as pages
     _handle_errors(app)
     app.add_middleware(ReadBody, limit=settings.api_max_body_bytes)
     app.add_middleware(Authenticate, store=store, limiter=limiter, cache=cache)
-    routes = [route for module in modules for route in module.router.routes]
+    routes = [route for module in modules for route in module.router.routes] + [mcp_route]
     app.add_middleware(Measure, metrics=metrics, routes=routes)
     app.openapi = lambda: openapi.build(app)  # type: ignore[method-assign]
     return app

@@ -227,3 +227,19 @@ def forget(
     result = pipeline.forget(store, idempotency_key(idempotency, command))
     answer: Json = result.to_json() | {"files_scrubbed": result.files_scrubbed}
     return answer
+
+
+def dismiss(
+    store: Store,
+    key: ApiKey,
+    fact_id: str,
+    *,
+    reason: str | None = None,
+    idempotency: str | None = None,
+) -> Json:
+    """Refuse a quarantined fact of the key's scope: hidden for good, never promoted."""
+    fact_id = identifier("fact_id", fact_id)
+    require_owned(store, key, "fact", fact_id)
+    command = {"tenant_id": key.tenant_id, "fact_id": fact_id, "actor": key.key_id}
+    result = pipeline.dismiss(store, idempotency_key(idempotency, command | given(reason=reason)))
+    return {"fact": result.fact.model_dump(mode="json"), "written": result.written}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import uuid
 from pathlib import Path
 
@@ -161,3 +162,11 @@ def demo(database_url: str | None, path: Path) -> None:
         run_demo(store, click.echo, tenant=tenant)
     finally:
         store.dispose()
+    # How to go on from here: the store stays, and sgam lives in the virtualenv.
+    sgam = sys.argv[0] if sys.argv[0].endswith("sgam") else "sgam"
+    click.echo("")
+    click.echo("Explore the demo's store yourself:")
+    click.echo(f"  export SGAM_DATABASE_URL={database_url} SGAM_CATALOG=support")
+    click.echo(f"  {sgam} get --tenant {tenant} --subject mira")
+    click.echo(f"  {sgam} history --tenant {tenant} --subject mira --attribute passport_deadline")
+    click.echo(f"  {sgam} log --tenant {tenant} --limit 10")

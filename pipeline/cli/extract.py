@@ -26,7 +26,9 @@ if TYPE_CHECKING:
 @click.option("--tenant", required=True, help="Tenant that owns the memory.")
 @click.option("--subject", required=True, help="The user or entity the episode is about.")
 @click.option("--text", required=True, help="The episode's text ('-' reads stdin).")
-@click.option("--at", help="When the episode happened (RFC 3339; default: now).")
+@click.option(
+    "--occurred-at", "--at", "at", help="When the episode happened (RFC 3339; default: now)."
+)
 @click.option("--session", help="Session the episode belongs to.")
 @click.option(
     "--source", default="message", show_default=True, help="message|tool_result|business_event"

@@ -103,6 +103,9 @@ def remember(
     if result.conflicts:
         raise click.exceptions.Exit(3)
     if not result.facts and not result.deferred:
+        why = "; ".join(f"{r['reason']}: {r['message']}" for r in result.rejected)
+        nothing = "no statement of a catalogued attribute was recognised in the text"
+        click.echo(f"sgam: nothing remembered: {why or nothing}", err=True)
         raise click.exceptions.Exit(1)
 
 

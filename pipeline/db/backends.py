@@ -10,6 +10,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from enum import Enum
+from pathlib import Path
 from typing import Any, Protocol
 
 from sqlalchemy import Connection, Engine, Insert, Table, create_engine, event, make_url, text
@@ -164,6 +165,12 @@ class Sqlite:
     name = "sqlite"
 
     def create_engine(self, url: str, settings: Settings) -> Engine:
+        database = make_url(url).database
+        if database and database != ":memory:" and not Path(database).parent.is_dir():
+            # A setting to fix, not a store that may come back (SQLite only says "cannot open").
+            raise InvalidInput(
+                "SGAM_DATABASE_URL", f"the directory of {database} does not exist; create it first"
+            )
         # The wait for another writer's lock, like lock_timeout on Postgres; `Store.run` retries.
         engine = create_engine(url, connect_args={"timeout": settings.lock_timeout_ms / 1000})
         event.listen(engine, "connect", _sqlite_connect)

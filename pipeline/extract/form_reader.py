@@ -81,12 +81,24 @@ class FormReader:
             for word in anchors(catalog, form):
                 self._index.setdefault(word, []).append(number)
         self._always = self._index.pop("", [])
+        self._keys = frozenset(self._index)
         self._slots = {(form.attribute, form.form): form.slot for form in self.forms}
+        # One pattern per anchor word, every form it triggers as an alternative: a turn is
+        # tested with one search per anchor word it holds, not one per form.
+        self._probes = {
+            word: re.compile(
+                "|".join(_unnamed(self.forms[n].pattern.pattern) for n in numbers + self._always),
+                re.IGNORECASE,
+            )
+            for word, numbers in self._index.items()
+        }
 
     def may_match(self, text: str) -> bool:
         """Whether any form matches somewhere in `text`, clauses aside: most chat turns state
         nothing and are dismissed before they are split into clauses."""
-        return any(self.forms[n].pattern.search(text) for n in self._tried(text))
+        if self._always and not self._index:
+            return True
+        return any(self._probes[word].search(text) for word in self._words(text))
 
     def read(self, clause: str, typed_value: TypedValue) -> list[FormHit]:
         """Every form that matches `clause`, refused or not; one standing hit per attribute,
@@ -111,9 +123,13 @@ class FormReader:
         """The forms a clause is searched with: those one of whose words it contains."""
         return [self.forms[number] for number in self._tried(clause)]
 
+    def _words(self, text: str) -> frozenset[str]:
+        """The text's words that are anchors of some form."""
+        return self._keys.intersection(_WORDS.findall(text.casefold().replace("’", "'")))
+
     def _tried(self, clause: str) -> list[int]:
-        words = {word.casefold().replace("’", "'") for word in _WORDS.findall(clause)}
-        return sorted({n for word in words for n in self._index.get(word, ())} | set(self._always))
+        numbers = {n for word in self._words(clause) for n in self._index[word]}
+        return sorted(numbers.union(self._always))
 
     def _judge(
         self, form: CompiledForm, clause: str, match: re.Match[str], typed_value: TypedValue
@@ -174,6 +190,10 @@ def _refusal(prefix: str, outside: str, span: str, form: CompiledForm) -> str:
         if word not in _MAY_PRECEDE:
             return f"inside another phrase (after {word!r})"
     return ""
+
+
+def _unnamed(pattern: str) -> str:
+    return "(?:" + pattern.replace("(?P<value>", "(?:") + ")"
 
 
 def _prefer_terms(

@@ -40,7 +40,7 @@ def expire(store: Store, command: ExpireFacts | Mapping[str, Any]) -> ExpireResu
         raise InvalidInput(
             "now",
             f"is after the current time ({format_utc(clock)}): facts whose retention has not "
-            "passed would expire for good; pass force to do that on purpose",
+            "passed would expire for good; pass force=True (--force) to do that on purpose",
         )
     now = command.now or clock
     with store.begin() as unit:

@@ -17,11 +17,13 @@ from pipeline.mcp import server
 PATH = "/mcp"
 
 
-def mount(app: FastAPI, store: Store) -> StreamableHTTPSessionManager:
-    """Add `/mcp` to `app`; the caller runs the returned manager in the app's lifespan."""
+def mount(app: FastAPI, store: Store) -> tuple[StreamableHTTPSessionManager, Route]:
+    """Add `/mcp` to `app`. The caller runs the manager in the app's lifespan and counts the
+    route's requests in the metrics."""
 
     manager = StreamableHTTPSessionManager(
         app=server.build(store, server.request_key), stateless=True, json_response=True
     )
-    app.router.routes.append(Route(PATH, endpoint=StreamableHTTPASGIApp(manager)))
-    return manager
+    route = Route(PATH, endpoint=StreamableHTTPASGIApp(manager))
+    app.router.routes.append(route)
+    return manager, route

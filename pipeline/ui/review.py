@@ -1,4 +1,5 @@
-"""Sign in and out, the recurrence buffer (Confirm, Reject) and the quarantine (Promote).
+"""Sign in and out, the recurrence buffer (Confirm, Reject) and the quarantine (Promote,
+Reject).
 
 Every action calls the same pipeline function as its REST route, with the session key's id as
 the actor, after the same role and ownership checks."""
@@ -11,6 +12,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 import pipeline
 from pipeline.access.keys import authenticate
+from pipeline.api import operations
 from pipeline.api.access import bind
 from pipeline.api.conventions import identifier
 from pipeline.api.routes.owned import require_owned
@@ -96,10 +98,7 @@ async def decide(request: Request, candidate_id: str, verb: str) -> Response:
     candidate_id = identifier("candidate_id", candidate_id)
 
     def work() -> str:
-        require_owned(store, key, "candidate", candidate_id)
-        command = {"tenant_id": key.tenant_id, "candidate_id": candidate_id, "actor": key.key_id}
-        result = getattr(pipeline, verb)(store, command)
-        return str(result.status)
+        return str(operations.decide(store, key, verb, candidate_id)["status"])  # type: ignore[arg-type]
 
     status = await run_in_threadpool(work)
     return render.back_to("/ui/candidates", done=f"candidate {candidate_id} {status}")
@@ -118,19 +117,26 @@ def quarantine(request: Request, subject: str | None = None) -> Response:
     return page(request, "quarantine.html", key, facts=found, paging=at, more=more, subject=subject)
 
 
-@router.post("/facts/{fact_id}/promote")
-async def promote(request: Request, fact_id: str) -> Response:
+@router.post("/facts/{fact_id}/{verb}")
+async def release_or_dismiss(request: Request, fact_id: str, verb: str) -> Response:
+    """`Promote` releases a quarantined fact; `Reject` dismisses it for good."""
     key = signed_in(request)
     await posted(request)
     need(key, "reviewer")
+    if verb not in ("promote", "reject"):
+        raise pipeline.NotFound(f"no action {verb}")
     store = render.store_of(request)
     fact_id = identifier("fact_id", fact_id)
 
     def work() -> None:
-        require_owned(store, key, "fact", fact_id)
+        if verb == "reject":
+            operations.dismiss(store, key, fact_id, reason="rejected on the review page")
+            return
+        require_owned(store, key, "fact", fact_id)  # as POST /v1/facts/{id}/promote
         pipeline.promote(
             store, {"tenant_id": key.tenant_id, "fact_id": fact_id, "actor": key.key_id}
         )
 
     await run_in_threadpool(work)
-    return render.back_to("/ui/quarantine", done=f"fact {fact_id} promoted")
+    done = "promoted" if verb == "promote" else "rejected"
+    return render.back_to("/ui/quarantine", done=f"fact {fact_id} {done}")

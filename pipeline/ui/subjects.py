@@ -13,6 +13,7 @@ from fastapi.responses import HTMLResponse, Response
 
 import pipeline
 from pipeline.access.keys import ApiKey
+from pipeline.api import operations
 from pipeline.api.access import bind
 from pipeline.api.conventions import identifier
 from pipeline.api.problems import Forbidden
@@ -90,10 +91,9 @@ async def forget(request: Request, subject: str) -> Response:
     subject = identifier("subject", subject, subject=True)
     if fields.get("confirm_subject", "").strip() != subject:
         return render.back_to(f"/ui/subjects/{quote(subject, safe='')}/forget", mismatch="1")
-    command = {"tenant_id": key.tenant_id, "subject": subject, "actor": key.key_id}
-    result = await run_in_threadpool(pipeline.forget, render.store_of(request), command)
+    result = await run_in_threadpool(operations.forget, render.store_of(request), key, subject)
     return render.back_to(
-        "/ui/subjects", subject=subject, done=f"{subject} forgotten ({result.hidden} hidden)"
+        "/ui/subjects", subject=subject, done=f"{subject} forgotten ({result['hidden']} hidden)"
     )
 
 

@@ -87,8 +87,8 @@ def test_text_from_stdin(
 @pytest.mark.parametrize(
     ("args", "option"),
     [
-        (("--at", "2026-06-03T10:00:00"), "--at"),
-        (("--at", "yesterday"), "--at"),
+        (("--at", "2026-06-03T10:00:00"), "--occurred-at"),  # as `sgam remember` names it
+        (("--occurred-at", "yesterday"), "--occurred-at"),
         (("--text", ""), "--text"),
         (("--text", "   "), "--text"),
         (("--source", "email"), "--source"),

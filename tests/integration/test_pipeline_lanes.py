@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import pipeline
+from pipeline.db.models import EpisodeRow
 from pipeline.db.store import Store, open_store
 from pipeline.settings import Settings
 from tests.factories import FrozenClock
@@ -137,9 +138,12 @@ def test_purge_erases_episode_texts_and_candidate_evidence(store: Store) -> None
 
     pipeline.forget(store, {"tenant_id": TENANT, "subject": "mira", "purge": True})
 
-    shown = pipeline.show_episode(store, TENANT, episode_row["episode_id"])
-    assert (shown["text"], shown["metadata"]) == (None, {})
-    assert all(c["value"] is None for c in shown["candidates"])
+    with pytest.raises(pipeline.NotFound):  # nothing of a forgotten subject is shown
+        pipeline.show_episode(store, TENANT, episode_row["episode_id"])
+    with store.begin() as unit:  # and what is stored is erased
+        row = unit.session.get(EpisodeRow, (TENANT, episode_row["episode_id"]))
+        assert row is not None
+        assert (row.text, row.meta) == (None, None)
     assert pipeline.list_candidates(store, {"tenant_id": TENANT, "status": None}) == []
     from tests.integration.ledger_helpers import occurrences
 

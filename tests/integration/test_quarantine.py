@@ -159,6 +159,45 @@ def test_correction_supersedes_the_earlier_entry(store: Store) -> None:
     assert phone_versions == [(1, "active"), (2, "superseded")]
 
 
+def test_a_dismissed_fact_is_hidden_for_good_and_logged(store: Store) -> None:
+    _put(store, "phone", "2026-01-01T00:00:00Z")
+    quarantined = _put(store, "email", "2026-02-01T00:00:00Z", trust="untrusted")
+    fact_id = quarantined.fact.fact_id
+    command = {"tenant_id": "acme", "fact_id": fact_id, "actor": "k1", "reason": "spam"}
+
+    dismissed = pipeline.dismiss(store, command | {"idempotency_key": "d1"})
+
+    assert dismissed.fact.fact_id == fact_id
+    assert pipeline.list_quarantined(store, {"tenant_id": "acme"}) == []
+    reviewer = pipeline.get(
+        store, READ | {"include_quarantined": True, "at": "2026-03-01T00:00:00Z"}
+    )
+    assert [fact.value for fact in reviewer] == ["phone"]
+    with pytest.raises(NotFound):
+        promote(store, {"tenant_id": "acme", "fact_id": fact_id})
+    with pytest.raises(NotFound):  # once dismissed, it is gone: a second dismissal finds nothing
+        pipeline.dismiss(store, command)
+    again = pipeline.dismiss(store, command | {"idempotency_key": "d1"})  # a retry: same answer
+    assert again.fact.fact_id == fact_id
+    assert _events(store) == ["write", "quarantine", "dismiss"]
+    log = pipeline.decision_log(store, {"tenant_id": "acme", "subject": "mira"})
+    assert (log[0]["kind"], log[0]["actor"], log[0]["reason"]) == ("dismiss", "k1", "spam")
+
+
+def test_only_quarantined_facts_can_be_dismissed_and_not_across_tenants(store: Store) -> None:
+    active = _put(store, "phone", "2026-01-01T00:00:00Z")
+    with pytest.raises(NotQuarantined):
+        pipeline.dismiss(store, {"tenant_id": "acme", "fact_id": active.fact.fact_id})
+    quarantined = _put(store, "email", "2026-02-01T00:00:00Z", trust="untrusted")
+    with pytest.raises(NotFound):
+        pipeline.dismiss(store, {"tenant_id": "other", "fact_id": quarantined.fact.fact_id})
+    assert [f.fact_id for f in pipeline.list_quarantined(store, {"tenant_id": "acme"})] == [
+        quarantined.fact.fact_id
+    ]
+    assert [fact.value for fact in pipeline.get(store, READ)] == ["phone"]
+    assert _events(store) == ["write", "conflict", "quarantine"]
+
+
 def test_history_versions_on_the_command_line_includes_quarantined_versions(
     cli_env: object, store: Store, capsys: pytest.CaptureFixture[str]
 ) -> None:

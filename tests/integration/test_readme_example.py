@@ -26,6 +26,23 @@ def test_the_python_api_example_runs(
     assert "- passport_deadline: 2026-06-30" in capsys.readouterr().out
 
 
+def test_every_python_example_of_the_readme_runs_as_written_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The blocks build on each other as a reader would paste them, one session."""
+    monkeypatch.setenv("SGAM_DATABASE_URL", f"sqlite:///{tmp_path / 'readme.sqlite3'}")
+    monkeypatch.delenv("SGAM_LLM_BASE_URL", raising=False)
+    text = README.read_text(encoding="utf-8")
+    blocks = [part.split("```", 1)[0] for part in text.split("```python")[1:]]
+    namespace: dict[str, object] = {}
+
+    for number, block in enumerate(blocks, start=1):
+        exec(compile(block, f"README.md python block {number}", "exec"), namespace)
+
+    assert len(blocks) >= 4, "the README's Python examples were found"
+    assert "Paris active" in capsys.readouterr().out  # the unit-of-work block ran
+
+
 def test_the_put_many_example_runs_after_it_and_twice_writes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -1,8 +1,8 @@
 """Replay rebuilds the ledger from the decision log alone, and state survives a restart.
 
 A seeded random workload drives every decision the log knows (write, supersede, restate,
-reject, conflict, quarantine, promote, expire, forget, purge); the rebuilt `claims` and `facts`
-must then equal the live ones column for column, every row version included.
+reject, conflict, quarantine, promote, dismiss, expire, forget, purge); the rebuilt `claims`
+and `facts` must then equal the live ones column for column, every row version included.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from pipeline import cli
 from pipeline.db.models import ClaimRow, EventRow, FactRow
 from pipeline.db.store import Store, open_store
 from pipeline.errors import ConflictError, InvalidInput, NotFound
+from pipeline.ledger.dismiss import dismiss
 from pipeline.ledger.expire import expire
 from pipeline.ledger.forget import forget
 from pipeline.ledger.promote import promote
@@ -300,14 +301,16 @@ class Workload:
         if self.rng.random() < 0.2:
             self.serial += 1
             command["idempotency_key"] = f"promote-{self.serial}"
+        # A reviewer promotes most quarantined facts and dismisses some.
+        operation = "dismiss" if self.rng.random() < 0.25 else "promote"
         try:
-            result = promote(self.store, command)
+            result = (dismiss if operation == "dismiss" else promote)(self.store, command)
         except (ConflictError, NotFound) as refused:
-            self.outcomes[f"promote:{type(refused).__name__}"] += 1
+            self.outcomes[f"{operation}:{type(refused).__name__}"] += 1
             return
-        self.outcomes["promoted"] += 1
+        self.outcomes["dismissed" if operation == "dismiss" else "promoted"] += 1
         if "idempotency_key" in command:
-            self.keyed.append(("promote", command, result))
+            self.keyed.append((operation, command, result))
 
     def expire(self) -> None:
         # Sometimes ahead of the clock, so that later writes are recorded before the stamp.
@@ -342,8 +345,8 @@ class Workload:
                 first.fact.version,
             )
             assert again.written is False
-        elif operation == "promote":
-            again = promote(self.store, command)
+        elif operation in ("promote", "dismiss"):
+            again = (dismiss if operation == "dismiss" else promote)(self.store, command)
             assert (again.fact.fact_id, again.fact.version) == (
                 first.fact.fact_id,
                 first.fact.version,
@@ -384,7 +387,14 @@ def test_replay_rebuilds_the_ledger_from_the_log_alone(
     live_events = events_of(clocked_store)
     kinds = {event["kind"] for event in live_events}
     assert kinds == ALL_DECISIONS, f"workload missed {ALL_DECISIONS - kinds}"
-    for outcome in ("written", "unchanged", "FactConflict", "TrustRejected", "promoted"):
+    for outcome in (
+        "written",
+        "unchanged",
+        "FactConflict",
+        "TrustRejected",
+        "promoted",
+        "dismissed",
+    ):
         assert workload.outcomes[outcome] > 0, workload.outcomes
     live_facts, live_claims = facts_of(clocked_store), claims_of(clocked_store)
 

@@ -256,3 +256,33 @@ def test_cli_get_of_a_multi_valued_attribute_prints_a_list(
     assert code == 0
     assert isinstance(found, list)
     assert sorted(fact["value"] for fact in found) == ["de", "en"]
+
+
+def test_the_demo_ends_by_saying_how_to_explore_its_store_and_that_works(tmp_path: Path) -> None:
+    import os
+    import shlex
+    import subprocess
+    import sys
+
+    sgam = os.path.join(os.path.dirname(sys.executable), "sgam")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SGAM_")}
+    demo = subprocess.run(
+        [sgam, "demo"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert demo.returncode == 0, demo.stderr
+    ending = demo.stdout.split("Explore the demo's store yourself:\n")[1].splitlines()
+    exported = dict(item.split("=", 1) for item in shlex.split(ending[0])[1:])
+    assert exported["SGAM_DATABASE_URL"].endswith("sgam-demo.sqlite3")
+    for line in ending[1:]:
+        command = shlex.split(line)
+        assert command[0] == sgam  # the path that works without activating the virtualenv
+        done = subprocess.run(
+            command + ["--json"],
+            cwd=tmp_path,
+            env=env | exported,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, (line, done.stderr)
+        assert done.stdout.strip(), line

@@ -23,12 +23,25 @@ SGAM = os.path.join(os.path.dirname(sys.executable), "sgam")
 NO_SERVER = "postgresql+psycopg://postgres@127.0.0.1:9/sgam"  # the discard port: nothing listens
 
 
-@pytest.mark.parametrize("url", [NO_SERVER, "sqlite:///{tmp}/missing/dir/sgam.sqlite3"])
-def test_open_store_raises_store_unavailable(url: str, tmp_path: Path) -> None:
+def test_open_store_raises_store_unavailable() -> None:
     with pytest.raises(StoreUnavailable) as unavailable:
-        open_store(Settings(database_url=url.format(tmp=tmp_path)))
+        open_store(Settings(database_url=NO_SERVER))
     assert isinstance(unavailable.value, RetryableError)
     assert "unavailable" in str(unavailable.value)
+
+
+def test_a_sqlite_path_in_a_missing_directory_is_a_bad_setting_named_with_its_path(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "missing" / "dir" / "sgam.sqlite3"
+    monkeypatch.setenv("SGAM_DATABASE_URL", f"sqlite:///{missing}")
+
+    code = run(["get", "--tenant", "acme", "--subject", "mira"])
+
+    err = capsys.readouterr().err
+    assert code == 2
+    expected = f"the directory of {missing} does not exist; create it first"
+    assert err == f"sgam: SGAM_DATABASE_URL: {expected}\n"
 
 
 def test_cli_reports_an_unreachable_store_in_one_line(

@@ -55,6 +55,25 @@ def test_the_api_listens_on_all_interfaces_and_is_ready_when_readyz_says_so() ->
     assert "EXPOSE 8080" in (ROOT / "Dockerfile").read_text()
 
 
+def test_the_stores_are_published_on_loopback_only_and_the_catalogue_is_mounted() -> None:
+    services = _compose()["services"]
+    assert services["postgres"]["ports"] == ["127.0.0.1:${SGAM_POSTGRES_PORT:-5432}:5432"]
+    assert services["redis"]["ports"] == ["127.0.0.1:${SGAM_REDIS_PORT:-6379}:6379"]
+    example = (ROOT / ".env.example").read_text()
+    mounted = example.split("SGAM_CATALOG_PATH=")[1].split()[0]
+    for name in ("migrate", "worker", "beat", "api"):
+        volumes = services[name]["volumes"]
+        assert any(v.endswith(":" + str(Path(mounted).parent) + ":ro") for v in volumes), name
+
+
+def test_the_beat_health_check_finds_the_schedule_whatever_dbm_names_it() -> None:
+    probe = " ".join(_compose()["services"]["beat"]["healthcheck"]["test"])
+    command = _compose()["services"]["beat"]["command"]
+    schedule = command[command.index("--schedule") + 1]
+    assert f"-name '{Path(schedule).name}*'" in probe
+    assert str(Path(schedule).parent) in probe
+
+
 def test_settings_come_from_env_and_point_at_the_services() -> None:
     services = _compose()["services"]
     for name in ("migrate", "worker", "beat", "api"):

@@ -54,7 +54,7 @@ def test_a_candidate_leaves_the_buffer_with_the_kind_of_its_status() -> None:
 
 def test_the_ledger_kinds_are_the_ledger_s_own() -> None:
     assert [kind for kind in LEDGER_KINDS if kind.startswith(("candidate_", "episode_"))] == []
-    assert len(LEDGER_KINDS) == 10
+    assert len(LEDGER_KINDS) == 11
 
 
 def test_an_unknown_or_mismatched_kind_is_refused() -> None:

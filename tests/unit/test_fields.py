@@ -63,7 +63,7 @@ def test_to_utc_refuses_naive_timestamps(naive: object) -> None:
 def test_to_utc_reads_a_date_alone_as_its_start_in_utc() -> None:
     assert to_utc("2026-06-02") == datetime(2026, 6, 2, 0, 0, tzinfo=UTC)
     assert to_utc(" 2026-06-02 ") == datetime(2026, 6, 2, 0, 0, tzinfo=UTC)
-    with pytest.raises(ValueError, match="not a calendar date"):
+    with pytest.raises(ValueError, match="the day does not exist"):
         to_utc("2026-02-30")
 
 
@@ -80,7 +80,7 @@ def test_to_utc_reads_a_date_alone_as_its_start_in_utc() -> None:
     ],
 )
 def test_to_utc_refuses_garbage_strings(garbage: str) -> None:
-    with pytest.raises(ValueError, match=r"ISO 8601|UTF-8"):
+    with pytest.raises(ValueError, match=r"ISO 8601|UTF-8|does not exist"):
         to_utc(garbage)
 
 
@@ -318,3 +318,19 @@ def test_missing_top_level_key_is_reported() -> None:
     assert error.field.startswith("cat.yaml")
     assert "attributes" in error.problem
     assert "required" in error.problem.lower()
+
+
+def test_messages_name_the_problem_a_user_made() -> None:
+    from pipeline.errors import InvalidInput
+    from pipeline.validation import parse
+    from schemas.intake import EpisodeIn
+
+    episode = {"tenant_id": "t", "subject": "s", "session_id": "x", "text": "hi"}
+    with pytest.raises(InvalidInput) as day:
+        parse(EpisodeIn, episode | {"occurred_at": "2026-06-31T10:00:00Z"})
+    assert (
+        str(day.value) == "occurred_at: '2026-06-31T10:00:00Z': the day 2026-06-31 does not exist"
+    )
+    with pytest.raises(InvalidInput) as long:
+        parse(EpisodeIn, episode | {"occurred_at": "2026-06-01T10:00:00Z", "text": "x" * 20_001})
+    assert str(long.value) == "text: must be at most 20,000 characters (got 20,001)"

@@ -1,5 +1,6 @@
 """The tests' settings come from the test alone: neither the developer's SGAM_* environment nor
-a `.env` file in the working directory reaches them (while the real Settings reads both)."""
+a `.env` file reaches them. The real settings read the environment, and an env file only when
+SGAM_ENV_FILE names one: a stray ./.env changes nothing."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.settings import Settings
+from pipeline.errors import InvalidInput
+from pipeline.settings import Settings, load_settings
 from tests.factories import isolated_settings
 
 
@@ -19,8 +21,14 @@ def test_neither_the_environment_nor_dotenv_reaches_the_tests_settings(
     (tmp_path / ".env").write_text("SGAM_WRITE_RETRIES=9\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
 
-    real = Settings()
-    assert (real.batch_size, real.write_retries, real.llm_configured) == (7, 9, True)
+    real = load_settings()
+    assert (real.batch_size, real.write_retries, real.llm_configured) == (7, 5, True)
+    monkeypatch.setenv("SGAM_ENV_FILE", str(tmp_path / ".env"))
+    named = load_settings()
+    assert (named.batch_size, named.write_retries) == (7, 9)
+    monkeypatch.setenv("SGAM_ENV_FILE", str(tmp_path / "missing.env"))
+    with pytest.raises(InvalidInput, match="SGAM_ENV_FILE: .*missing.env is not a file"):
+        load_settings()
 
     isolated = isolated_settings(database_url="sqlite:///x.sqlite3")
     defaults = Settings.model_fields

@@ -12,7 +12,13 @@ from pydantic import TypeAdapter
 import pipeline
 from pipeline.api import answers, operations
 from pipeline.api.access import Reviewer, bind
-from pipeline.api.conventions import Opened, given, identifier, json_bytes
+from pipeline.api.conventions import (
+    IdempotencyHeader,
+    Opened,
+    given,
+    identifier,
+    json_bytes,
+)
 from pipeline.api.operations import CandidateFilter
 from pipeline.api.problems import Forbidden
 from schemas.facts import Fact
@@ -93,3 +99,20 @@ def decision_log(
     query = {"tenant_id": key.tenant_id, "limit": limit, "oldest_first": oldest_first}
     query |= given(subject=subject, since=since, until=until)
     return json_bytes(json.dumps(pipeline.decision_log(store, query)).encode())
+
+
+@router.post(
+    "/facts/{fact_id}/dismiss",
+    summary="Refuse a quarantined fact: hidden for good, never promoted",
+    responses={200: {"model": answers.Written}},
+)
+def dismiss_fact(
+    fact_id: str,
+    key: Reviewer,
+    store: Opened,
+    reason: str | None = None,
+    idempotency: IdempotencyHeader = None,
+) -> Response:
+    """409 (`not-quarantined`) when the fact is not quarantined; `reason` goes to the log."""
+    answer = operations.dismiss(store, key, fact_id, reason=reason, idempotency=idempotency)
+    return json_bytes(json.dumps(answer).encode())

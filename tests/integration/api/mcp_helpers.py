@@ -25,8 +25,11 @@ T = TypeVar("T")
 
 
 @asynccontextmanager
-async def connected(door: str, server: Server, secret: str, **env: str) -> AsyncIterator[Client]:
-    """A client session over `door` with the key `secret`, on the server's database."""
+async def connected(
+    door: str, server: Server, secret: str, mode: str = "auto", **env: str
+) -> AsyncIterator[Client]:
+    """A client session over `door` with the key `secret`, on the server's database. `mode`
+    "auto" negotiates the newest protocol (2026-07-28); "legacy" the initialize handshake."""
     if door == "stdio":
         params = StdioServerParameters(
             command=SGAM,
@@ -34,13 +37,13 @@ async def connected(door: str, server: Server, secret: str, **env: str) -> Async
             env=stdio_env(server.database_url, secret, **env),
             cwd=str(Path(server.log).parent),
         )
-        async with Client(params, read_timeout_seconds=60) as client:
+        async with Client(params, read_timeout_seconds=60, mode=mode) as client:
             yield client
         return
     headers = {"Authorization": f"Bearer {secret}"}
     async with (
         httpx2.AsyncClient(headers=headers, timeout=60) as http,
-        Client(streamable_http_client(server.url + "/mcp", http_client=http)) as client,
+        Client(streamable_http_client(server.url + "/mcp", http_client=http), mode=mode) as client,
     ):
         yield client
 
@@ -56,12 +59,16 @@ def stdio_env(database_url: str, secret: str, **env: str) -> dict[str, str]:
 
 
 def session(
-    door: str, server: Server, secret: str, steps: Callable[[Client], Awaitable[T]], **env: str
+    door: str,
+    server: Server,
+    secret: str,
+    steps: Callable[[Client], Awaitable[T]],
+    mode: str = "auto",
 ) -> T:
     """Run `steps` in one client session and return what they return."""
 
     async def main() -> T:
-        async with connected(door, server, secret, **env) as client:
+        async with connected(door, server, secret, mode) as client:
             return await steps(client)
 
     return anyio.run(main)

@@ -200,6 +200,7 @@ CALLS: list[tuple[str, str, str, dict[str, Any] | list[Any] | None]] = [
     ("reviewer", "POST", "/v1/candidates/missing/reject", None),
     ("reviewer", "GET", "/v1/quarantine", None),
     ("reviewer", "POST", "/v1/facts/missing/promote", None),
+    ("reviewer", "POST", "/v1/facts/missing/dismiss", None),
     ("reviewer", "GET", "/v1/log", None),
     ("admin", "DELETE", "/v1/subjects/mira", None),
     ("admin", "GET", "/v1/keys", None),
@@ -264,3 +265,21 @@ def test_probes_metrics_and_the_openapi_document(server: Server, keys: Keys) -> 
                         "$ref": "#/components/schemas/Problem"
                     }
     assert "urn:sgam:problem:version-conflict" in document["info"]["description"]
+
+
+def test_a_reviewer_dismisses_a_quarantined_fact(server: Server, keys: Keys) -> None:
+    writer, reviewer = keys("writer"), keys("reviewer")
+    with server.client(writer) as api:
+        api.post("/v1/episodes", json=episode_body(source="tool_result"))
+    with server.client(reviewer) as api:
+        (held_back,) = api.get("/v1/quarantine").json()
+        path = f"/v1/facts/{held_back['fact_id']}/dismiss"
+        dismissed = api.post(path, params={"reason": "a scraped page"})
+        again = api.post(path)
+        left = api.get("/v1/quarantine").json()
+        log = api.get("/v1/log", params={"subject": "mira"}).json()
+    assert dismissed.status_code == 200
+    assert dismissed.json()["fact"]["fact_id"] == held_back["fact_id"]
+    assert again.status_code == 404  # gone for good
+    assert left == []
+    assert (log[0]["kind"], log[0]["reason"]) == ("dismiss", "a scraped page")

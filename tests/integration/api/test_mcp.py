@@ -9,6 +9,7 @@ import subprocess
 import time
 from typing import Any
 
+import httpx2
 import pytest
 from mcp import Client, MCPError
 
@@ -59,6 +60,9 @@ def test_each_role_is_shown_only_its_tools(door: str, server: Server, keys: Keys
     tools = session(door, server, keys("admin"), described)
 
     assert listed == ROLE_TOOLS
+    if door == "http":  # counted in the service's metrics under its own route
+        metrics = httpx2.get(server.url + "/metrics", timeout=30).text
+        assert 'route="/mcp",status="200"' in metrics
     assert all(tool.output_schema and tool.input_schema for tool in tools.values())
     assert tools["get_facts"].annotations.read_only_hint is True
     assert tools["remember"].annotations.read_only_hint is False
@@ -68,6 +72,26 @@ def test_each_role_is_shown_only_its_tools(door: str, server: Server, keys: Keys
         "text"
         in tools["ingest_episodes"].input_schema["properties"]["episodes"]["items"]["properties"]
     )
+
+
+@pytest.mark.parametrize("door", DOORS)
+def test_the_handshake_era_protocol_is_served_too(door: str, server: Server, keys: Keys) -> None:
+    secret = keys("writer")
+
+    async def steps(client: Client) -> tuple[str, list[str], Any, Any]:
+        names = [tool.name for tool in (await client.list_tools()).tools]
+        remembered = answer(await client.call_tool("remember", REMEMBERED))
+        facts = answer(await client.call_tool("get_facts", {"subject": "mira"}))
+        return client.protocol_version, names, remembered, facts
+
+    version, names, remembered, facts = session(door, server, secret, steps, mode="legacy")
+    with server.client(secret) as api:
+        rest = api.get("/v1/subjects/mira/facts").json()
+
+    assert version < "2026"  # the initialize handshake, not the 2026-07-28 envelope
+    assert names == ROLE_TOOLS["writer"]
+    assert remembered["facts"][0]["attribute"] == "passport_deadline"
+    assert facts == rest
 
 
 @pytest.mark.parametrize("door", DOORS)

@@ -1,9 +1,9 @@
 """Browser tests: Debian's Chromium (`tests/integration/browser_helpers.py`) against a real
 `sgam serve` on a PostgreSQL database of their own (`<test database>_ui`).
 
-One server and one browser for the whole directory; every test gets a fresh browser context
-(no cookies carried over), its own tenant and keys, and leaves a screenshot of where it ended in
-SGAM_TEST_SCREENSHOTS (`build/screenshots`).
+One server for the whole directory and one browser per module; every test gets a fresh
+browser context (no cookies carried over), its own tenant and keys, and leaves a screenshot of
+where it ended in SGAM_TEST_SCREENSHOTS (`build/screenshots`).
 """
 
 from __future__ import annotations
@@ -30,8 +30,10 @@ from tests.integration.server_helpers import (
 WIDE = {"width": 1280, "height": 900}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
+    """One Chromium per test module: Playwright's sync API keeps an event loop running while
+    it is open, which would break later tests that run their own (asyncio.run)."""
     with chromium() as launched:
         yield launched
 

@@ -9,7 +9,15 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.integration.api_setup import buffered, facts_of, ingest, key_id, log_of, put_fact
+from tests.integration.api_setup import (
+    buffered,
+    facts_of,
+    ingest,
+    key_id,
+    log_of,
+    put_fact,
+    quarantine_of,
+)
 from tests.integration.browser_helpers import screenshot, sign_in
 from tests.integration.server_helpers import Keys, Server, episode_body
 
@@ -135,3 +143,27 @@ def test_an_admin_forgets_a_subject_after_typing_its_name(
     assert facts_of(server, admin) == []
     forgets = [e for e in log_of(server, admin) if e["kind"] == "forget"]
     assert [e["actor"] for e in forgets] == [key_id(admin)]
+
+
+def test_rejecting_a_quarantined_fact_dismisses_it_for_good(
+    page: Page, server: Server, keys: Keys
+) -> None:
+    writer, reviewer = keys("writer"), keys("reviewer")
+    ingest(server, writer, episode_body("my home city is Utrecht", source="tool_result"))
+    (held_back,) = quarantine_of(server, reviewer)
+    sign_in(page, reviewer)
+    page.get_by_role("link", name="Quarantine").click()
+    page.get_by_role("article").filter(has_text="home_city").get_by_role(
+        "button", name="Reject"
+    ).click()
+    expect(page.get_by_role("status")).to_contain_text("rejected")
+    expect(page.get_by_text("Nothing is quarantined")).to_be_visible()
+    assert quarantine_of(server, reviewer) == []
+    assert facts_of(server, reviewer) == []
+    with server.client(reviewer) as api:
+        promoted = api.post(f"/v1/facts/{held_back['fact_id']}/promote")
+    assert promoted.status_code == 404  # dismissed for good: nothing left to promote
+    dismissals = [e for e in log_of(server, reviewer) if e["kind"] == "dismiss"]
+    assert [(e["actor"], e["fact_ids"]) for e in dismissals] == [
+        (key_id(reviewer), [held_back["fact_id"]])
+    ]
