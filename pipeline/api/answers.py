@@ -74,6 +74,16 @@ class Cited(BaseModel):
     text: str
 
 
+class Support(BaseModel):
+    """One episode that supports a candidate (its evidence is erased by a purge)."""
+
+    episode_id: str
+    session_id: str | None
+    occurred_at: str | None
+    valid_from: str | None
+    evidence: str | None
+
+
 class Candidate(BaseModel):
     candidate_id: str
     tenant_id: str
@@ -90,6 +100,9 @@ class Candidate(BaseModel):
     decided_at: str | None
     fact_id: str | None
     reason: str | None
+    supporting: list[Support] = Field(
+        default_factory=list, description="every supporting episode (the buffer's list)"
+    )
 
 
 class Decided(BaseModel):

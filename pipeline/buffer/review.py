@@ -16,12 +16,12 @@ from pipeline.buffer.candidates import (
     close,
     settle,
 )
-from pipeline.db.models import CandidateRow
+from pipeline.db.models import CandidateRow, SupportRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.validation import parse
 from schemas.facts import Trust
-from schemas.fields import Identifier
+from schemas.fields import Identifier, format_utc
 from schemas.lifecycle import CandidateStatus
 
 
@@ -64,7 +64,21 @@ def list_candidates(
         statement = statement.where(CandidateRow.status == query.status)
     statement = statement.order_by(CandidateRow.created_at).limit(query.limit)
     with store.begin() as unit:
-        return [candidate_json(row) for row in unit.session.scalars(statement)]
+        rows = list(unit.session.scalars(statement))
+        supports: dict[str, list[dict[str, Any]]] = {row.candidate_id: [] for row in rows}
+        if rows:  # a reviewer decides on the statements themselves: each supporting episode
+            supporting = select(SupportRow).where(SupportRow.candidate_id.in_(list(supports)))
+            for support in unit.session.scalars(supporting.order_by(SupportRow.occurred_at)):
+                supports[support.candidate_id].append(
+                    {
+                        "episode_id": support.episode_id,
+                        "session_id": support.session_id,
+                        "occurred_at": format_utc(support.occurred_at),
+                        "valid_from": format_utc(support.valid_from),
+                        "evidence": support.evidence,
+                    }
+                )
+        return [candidate_json(row) | {"supporting": supports[row.candidate_id]} for row in rows]
 
 
 def confirm(store: Store, command: CandidateCommand | Mapping[str, Any]) -> Buffered:

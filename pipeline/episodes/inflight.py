@@ -5,10 +5,10 @@ process keeps up to `SGAM_LLM_CONCURRENCY` calls in flight on a thread pool of i
 HTTP client and its connections are shared, `extract.llm.shared_client`), and commits what has
 come back while the rest are still out: one slow answer never holds a finished one hostage.
 Threads rather than asyncio because the store, the policy and the ledger are synchronous
-SQLAlchemy, and measured, a thread per call costs less than a millisecond of CPU
-(bench/README.md, "The LLM lane"). A pool thread reads the subject's current values for the
-prompt (the store's connection pool bounds how many at once), asks the model and runs the
-guards; the commits stay on the calling thread.
+SQLAlchemy, and measured, a call on a thread costs less CPU than one through an async client
+(2.4 against 3.1-3.4 ms: bench/llm_threads_vs_asyncio.py). A pool thread reads the subject's
+current values for the prompt (the store's connection pool bounds how many at once), asks the
+model and runs the guards; the commits stay on the calling thread.
 
 While the calls are out, a `LeaseKeeper` thread renews the claim's lease on every episode not
 yet finished, so a slow model never lets the sweeper hand a claimed episode to another worker

@@ -4,10 +4,10 @@ One client per process (`shared_client`) serves every extraction, from as many t
 `SGAM_LLM_CONCURRENCY`, over one pool of kept-alive connections. Two bounded retry layers:
 `RetryingTransport` waits for the endpoint's budget (`SGAM_LLM_RPM`/`TPM`, a 429's pause) and
 retries transport faults (5xx, timeouts, connection errors) below the OpenAI client, whose own
-retries are off; Instructor re-asks an
-answer that fails validation, showing the model the error, at most `SGAM_LLM_MAX_REASKS`
-times. Whatever finally fails becomes one typed error from `pipeline.errors` that carries the
-attempts, the usage and the last error — never a bare provider exception.
+retries are off; Instructor re-asks an answer that fails validation, showing the model the
+error, at most `SGAM_LLM_MAX_REASKS` times. Whatever finally fails becomes one typed error
+from `pipeline.errors` that carries the attempts, the usage and the last error — never a bare
+provider exception.
 """
 
 from __future__ import annotations

@@ -149,6 +149,11 @@ def test_candidates_confirm_and_reject(
     code, out, _ = _run(capsys, "candidates", "--tenant", "acme", "--json")
     waiting = {c["attribute"]: c["candidate_id"] for c in json.loads(out)}
     assert (code, set(waiting)) == (0, {"contact_channel", "answer_style"})
+    for candidate in json.loads(out):  # each lists the episode that supports it
+        (support,) = candidate["supporting"]
+        assert (support["session_id"], support["occurred_at"]) == ("s1", "2026-06-01T09:00:00Z")
+        assert support["episode_id"]
+        assert support["evidence"]
 
     code, out, _ = _run(capsys, "confirm", waiting["contact_channel"], "--tenant", "acme", "--json")
     assert (code, json.loads(out)["status"], json.loads(out)["fact"]["value"]) == (

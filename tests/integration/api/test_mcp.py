@@ -54,12 +54,14 @@ EPISODES = [
 def test_each_role_is_shown_only_its_tools(door: str, server: Server, keys: Keys) -> None:
     listed = {role: tool_names(door, server, keys(role)) for role in ROLE_TOOLS}
 
-    async def described(client: Client) -> dict[str, Any]:
-        return {tool.name: tool for tool in (await client.list_tools()).tools}
+    async def described(client: Client) -> tuple[str, dict[str, Any]]:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        return client.protocol_version, tools
 
-    tools = session(door, server, keys("admin"), described)
+    version, tools = session(door, server, keys("admin"), described)
 
     assert listed == ROLE_TOOLS
+    assert version == "2026-07-28"  # what the SDK's client negotiates with this server
     if door == "http":  # counted in the service's metrics under its own route
         metrics = httpx2.get(server.url + "/metrics", timeout=30).text
         assert 'route="/mcp",status="200"' in metrics
