@@ -29,7 +29,7 @@ def _said(store: Store, text: str, at: str, session: str = "s1", **extra: str) -
     shown = pipeline.show_episode(store, TENANT, receipt.episode_id)
     return Episode.model_validate(
         {
-            name: shown[name]
+            name: getattr(shown, name)
             for name in (
                 "episode_id",
                 "tenant_id",
