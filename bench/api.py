@@ -44,6 +44,7 @@ from typing import Any
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 import redis  # noqa: E402
+from environment import describe, machine_load  # noqa: E402
 from figures import percentile  # noqa: E402
 
 import pipeline  # noqa: E402
@@ -340,7 +341,11 @@ def main() -> None:
     store = open_store(Settings(database_url=args.url, broker_url=args.redis))
     seed(store)
     secret = pipeline.create_key(store, {"tenant_id": TENANT, "role": "writer"})[1]
+    # The conditions of the run go to stderr: stdout is one JSON object per run.
+    environment = [*describe(args.url), f"{machine_load()} before"]
+    print("\n".join(environment), file=sys.stderr)
     report: dict[str, Any] = {
+        "environment": environment,
         "load_before": os.getloadavg(),
         "server_workers": args.server_workers,
         "runs": [],
@@ -390,6 +395,7 @@ def main() -> None:
         server.wait(timeout=30)
         store.dispose()
     report["load_after"] = os.getloadavg()
+    print(f"{machine_load()} after", file=sys.stderr)
     if args.json is not None:
         args.json.write_text(json.dumps(report, indent=2) + "\n")
 

@@ -18,6 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from environment import describe, machine_load
 from scratch_databases import create_if_missing
 
 BIN = Path(sys.executable).parent
@@ -43,10 +44,13 @@ def main() -> None:
     args = parser.parse_args()
     sgam = str(BIN / "sgam")
     get = [sgam, "get", "--tenant", "acme", "--subject", "mira"]
+    create_if_missing(args.postgres)
+    for line in describe(args.postgres):
+        print(line)
+    print(f"({machine_load()} before)")
     with tempfile.TemporaryDirectory() as scratch:
         sqlite = {**os.environ, "SGAM_DATABASE_URL": f"sqlite:///{scratch}/cold.sqlite3"}
         postgres = {**os.environ, "SGAM_DATABASE_URL": args.postgres}
-        create_if_missing(args.postgres)
         seed = [sgam, "put", "--tenant", "acme", "--subject", "mira", "--attribute", "home_city"]
         seed += ["--value", "Berlin", "--valid-from", "2026-01-01", "--source", "ep-1"]
         seed += ["--idempotency-key", "cold-start-seed"]  # a re-run writes nothing new
@@ -61,7 +65,7 @@ def main() -> None:
         }
         results = {name: timed(command, env, args.runs) for name, (command, env) in cases.items()}
     base = statistics.median(results["python -c pass"])
-    print(f"load average before: {os.getloadavg()[0]:.2f}; {args.runs} runs each")
+    print(f"({machine_load()} after); {args.runs} runs each")
     print(f"{'command':<24}{'median s':>10}{'fastest s':>11}{'x python':>10}  target")
     for name, samples in results.items():
         median = statistics.median(samples)

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import psycopg
+from environment import describe, machine_load
 from scratch_databases import drop, libpq_url, recreate
 from sqlalchemy import event
 
@@ -82,11 +83,6 @@ def server_seconds(pids: set[int]) -> float:
             continue
         total += int(fields[11]) + int(fields[12])  # utime, stime in clock ticks
     return total / os.sysconf("SC_CLK_TCK")
-
-
-def load() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"load average {one:.2f} / {five:.2f} / {fifteen:.2f}"
 
 
 def run(
@@ -208,32 +204,32 @@ def main() -> None:
     args = parser.parse_args()
     if args.facts < 3 * args.block:
         sys.exit("--facts must be at least 3 blocks: a warm-up, a first and a last")
-    with psycopg.connect(recreate_libpq(args.url), autocommit=True) as probe:
-        settings = probe.execute(
-            "SELECT current_setting('server_version'), current_setting('autovacuum')"
-        ).fetchone()
-    print(f"SGAM fresh-database benchmark, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
-    print(f"{os.cpu_count()} cores; postgres {settings}; {args.url}")
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    print(f"SGAM fresh-database benchmark, {stamp}, {args.url}")
+    recreate_libpq(args.url)  # the settings are read from the server that will be measured
+    for line in describe(args.url):
+        print(line)
     analyze = not args.no_analyze
     print(f"ANALYZE after migrating: {'yes' if analyze else 'no'}; chunk {args.chunk}")
-    print(f"\nwith the re-planning check ({load()} before)")
+    print(f"\nwith the re-planning check ({machine_load()} before)")
     rates, costs = run(args.url, args.facts, args.block, args.chunk, fix=True, analyze=analyze)
     ratio, passed = verdict(rates)
-    print(f"  ({load()} after)")
+    print(f"  ({machine_load()} after)")
     print(
         f"  first block after warm-up {rates[1]:.0f} facts/s, last {rates[-1]:.0f} facts/s: "
         f"last/first {ratio:.2f} -> {'PASS' if passed else 'FAIL'} (>= 0.80)"
     )
     print(f"  CPU per fact (client + server), last/first: {costs[-1] / costs[1]:.2f}")
     if args.puts:
-        print(f"\nsingle puts on the grown database, {args.puts:,} per mode ({load()} before)")
+        print(f"\nsingle puts on the grown database, {args.puts:,} per mode")
+        print(f"  ({machine_load()} before)")
         put_cost(args.url, args.puts, args.facts)
-        print(f"  ({load()} after)")
+        print(f"  ({machine_load()} after)")
     if args.contrast:
         small = max(args.block // 4, 1)
-        print(f"\nwithout it, {args.contrast:,} facts ({load()} before)")
+        print(f"\nwithout it, {args.contrast:,} facts ({machine_load()} before)")
         rates, costs = run(args.url, args.contrast, small, args.chunk, fix=False, analyze=analyze)
-        print(f"  ({load()} after)")
+        print(f"  ({machine_load()} after)")
         print(f"  rate last/first after warm-up {rates[-1] / rates[1]:.2f}")
         print(f"  CPU per fact (client + server), last/first: {costs[-1] / costs[1]:.2f}")
     if not args.keep:

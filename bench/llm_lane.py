@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from environment import describe, machine_load
 from figures import percentile
 from pipeline_flow import LOCOMO, done_count, latencies_ms, locomo_lines, open_store_migrated
 from scratch_databases import recreate
@@ -251,7 +252,9 @@ def main() -> None:
         ["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True, text=True
     ).stdout.strip()
     print(f"SGAM LLM lane benchmark, {stamp} UTC, commit {described}, stub model, 2 processes")
-    print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    for line in describe():  # the database is made per run: its settings are not read here
+        print(line)
+    print(f"({machine_load()} before)")
     stub = Stub()
     rows = Table()
     try:
@@ -293,7 +296,7 @@ def main() -> None:
             )
     finally:
         stub.stop()
-    print(f"load average after: {os.getloadavg()[0]:.2f}")
+    print(f"({machine_load()} after)")
 
 
 if __name__ == "__main__":

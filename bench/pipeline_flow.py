@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from environment import describe, machine_load
 from figures import percentile
 from scratch_databases import recreate
 from sqlalchemy import create_engine, func, select
@@ -211,8 +212,10 @@ def main() -> None:
     lines = locomo_lines(args.locomo)
     stamp = f"{datetime.now(UTC):%Y-%m-%d %H:%M}"
     print(f"SGAM pipeline benchmark, {stamp} UTC, {len(lines)} LoCoMo turns")
-    cores = f"{os.cpu_count()} cores shared by PostgreSQL, Redis, the producer and the workers"
-    print(f"load average before: {os.getloadavg()[0]:.2f}; {cores}")
+    print("(the cores are shared by PostgreSQL, Redis, the producer and the workers)")
+    for line in describe(args.url):
+        print(line)
+    print(f"({machine_load()} before)")
     rows = [celery_run(args.url, lines, workers, None) for workers in args.workers]
     rows += [celery_run(args.url, lines, workers, args.rate) for workers in args.workers]
     rows.append(inline_run(args.url, lines))
@@ -223,7 +226,7 @@ def main() -> None:
     hot = remember_run(args.url, args.remember)
     figures = f"p50 {hot['p50 ms']:.2f} ms, p99 {hot['p99 ms']:.2f} ms"
     print(f"hot path: {hot['remember']} remember calls on PostgreSQL, {figures}")
-    print(f"load average after: {os.getloadavg()[0]:.2f}")
+    print(f"({machine_load()} after)")
 
 
 if __name__ == "__main__":

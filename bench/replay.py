@@ -16,6 +16,7 @@ import random
 import time
 from datetime import UTC, datetime, timedelta
 
+from environment import describe, machine_load
 from sqlalchemy import create_engine, func, make_url, select, text
 
 import pipeline
@@ -93,6 +94,9 @@ def main() -> None:
     args = parser.parse_args()
 
     source = fresh(args.url)
+    for line in describe(args.url):
+        print(line)
+    print(f"({machine_load()} before)")
     target_url = args.url + "_copy" if "postgresql" in args.url else args.url + ".copy"
     target = fresh(target_url)
     written_in = workload(source, args.events, args.seed)
@@ -113,6 +117,7 @@ def main() -> None:
     )
     print(f"replay / live rate         {written_in / report.seconds:>10.2f}x")
     print(f"rebuilt ledger equal       {equal!s:>10}")
+    print(f"({machine_load()} after)")
     source.dispose()
     target.dispose()
     if not equal:

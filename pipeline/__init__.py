@@ -36,13 +36,20 @@ from pipeline.errors import (
 )
 
 if TYPE_CHECKING:
-    from pipeline.access.keys import ApiKey, authenticate, create_key, list_keys, revoke_key
+    from pipeline.access.keys import (
+        ApiKey,
+        IssuedKey,
+        authenticate,
+        create_key,
+        list_keys,
+        revoke_key,
+    )
     from pipeline.buffer.review import confirm, list_candidates, reject
     from pipeline.consolidation import Report, consolidate
     from pipeline.db.store import Store, open_store
     from pipeline.db.unit import Unit
     from pipeline.episodes.drive import retry, retry_episode, sweep
-    from pipeline.episodes.intake import IngestReport, Receipt, ingest
+    from pipeline.episodes.intake import ingest
     from pipeline.episodes.states import list_episodes, show_episode
     from pipeline.episodes.usage import llm_usage
     from pipeline.extract.llm import LlmClient
@@ -55,15 +62,37 @@ if TYPE_CHECKING:
     from pipeline.ledger.log import decision_log
     from pipeline.ledger.promote import promote, promote_fact
     from pipeline.ledger.results import PutResult
-    from pipeline.read.catalog_check import CatalogProblem, check_catalog
+    from pipeline.read.catalog_check import check_catalog
     from pipeline.read.context import Context, ContextItem, ContextQuery, assemble
     from pipeline.read.facts import FactQuery, get, history
     from pipeline.read.owners import scope_of
     from pipeline.read.quarantine import list_quarantined
     from pipeline.rebuild import ReplayReport, replay
     from pipeline.settings import Settings, load_settings
+    from schemas.results import (
+        CatalogProblem,
+        Decided,
+        EpisodeDetail,
+        IngestReport,
+        LoggedDecision,
+        Receipt,
+        Rejection,
+        Retried,
+        StoredCandidate,
+        StoredEpisode,
+        SupportedCandidate,
+    )
 
 _LAZY = {
+    "IssuedKey": "pipeline.access.keys",
+    "StoredEpisode": "schemas.results",
+    "StoredCandidate": "schemas.results",
+    "SupportedCandidate": "schemas.results",
+    "Retried": "schemas.results",
+    "Rejection": "schemas.results",
+    "LoggedDecision": "schemas.results",
+    "EpisodeDetail": "schemas.results",
+    "Decided": "schemas.results",
     "ApiKey": "pipeline.access.keys",
     "authenticate": "pipeline.access.keys",
     "create_key": "pipeline.access.keys",
@@ -77,15 +106,15 @@ _LAZY = {
     "retry": "pipeline.episodes.drive",
     "retry_episode": "pipeline.episodes.drive",
     "sweep": "pipeline.episodes.drive",
-    "IngestReport": "pipeline.episodes.intake",
-    "Receipt": "pipeline.episodes.intake",
+    "IngestReport": "schemas.results",
+    "Receipt": "schemas.results",
     "ingest": "pipeline.episodes.intake",
     "list_episodes": "pipeline.episodes.states",
     "llm_usage": "pipeline.episodes.usage",
     "show_episode": "pipeline.episodes.states",
     "Remembered": "pipeline.hot_path",
     "remember": "pipeline.hot_path",
-    "CatalogProblem": "pipeline.read.catalog_check",
+    "CatalogProblem": "schemas.results",
     "check_catalog": "pipeline.read.catalog_check",
     "Store": "pipeline.db.store",
     "open_store": "pipeline.db.store",
@@ -142,6 +171,8 @@ __all__ = [
     "Context",
     "ContextItem",
     "ContextQuery",
+    "Decided",
+    "EpisodeDetail",
     "ExpireResult",
     "ExtractionResult",
     "FactConflict",
@@ -151,11 +182,13 @@ __all__ = [
     "IngestReport",
     "InvalidInput",
     "InvalidLines",
+    "IssuedKey",
     "LlmAnswerInvalid",
     "LlmClient",
     "LlmFailure",
     "LlmRequestRejected",
     "LlmUnavailable",
+    "LoggedDecision",
     "NotBuffered",
     "NotFailed",
     "NotFound",
@@ -165,15 +198,20 @@ __all__ = [
     "PutOutcome",
     "PutResult",
     "Receipt",
+    "Rejection",
     "Remembered",
     "ReplayReport",
     "Report",
+    "Retried",
     "RetryableError",
     "Settings",
     "SgamError",
     "Store",
     "StoreBusy",
     "StoreUnavailable",
+    "StoredCandidate",
+    "StoredEpisode",
+    "SupportedCandidate",
     "TrustRejected",
     "Unit",
     "VersionConflict",

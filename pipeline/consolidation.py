@@ -8,11 +8,11 @@ Idempotent: a second run at the same `now` finds nothing left to do and records 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 from sqlalchemy import select
 
 from pipeline.buffer.candidates import close, promote_if_eligible
@@ -28,7 +28,7 @@ from pipeline.ledger.expire import expire
 from pipeline.policy.apply import ACTOR, promotion_rule
 from pipeline.validation import parse
 from schemas.facts import Trust
-from schemas.fields import Identifier, UtcDatetime, format_utc
+from schemas.fields import Identifier, UtcDatetime, UtcInstant, format_utc
 from schemas.lifecycle import CandidateStatus, EpisodeError, EpisodeStatus, EventKind
 from schemas.pipeline_events import ConsolidationPayload
 
@@ -50,15 +50,22 @@ class ConsolidateCommand(BaseModel):
     actor: Identifier = "consolidation"
 
 
-@dataclass
-class Report:
-    now: datetime
-    tenant_id: str | None
-    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STEPS, 0))
-    recorded: bool = False
+class Report(BaseModel):
+    """What one consolidation did, per step; `recorded` is False when a run at the same `now`
+    had already recorded it (the report is not part of the JSON answer)."""
 
-    def to_json(self) -> dict[str, Any]:
-        return {"now": format_utc(self.now), "tenant_id": self.tenant_id, **self.counts}
+    now: UtcInstant
+    tenant_id: str | None
+    promoted: int = 0
+    expired_candidates: int = 0
+    expired_facts: int = 0
+    redriven: int = 0
+    requeued: int = 0
+    recorded: SkipJsonSchema[bool] = Field(default=False, exclude=True)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {step: getattr(self, step) for step in STEPS}
 
 
 def consolidate(
@@ -70,25 +77,23 @@ def consolidate(
         raise InvalidInput(
             "now", f"is after the current time ({format_utc(clock)}); pass force to run ahead"
         )
-    report = Report(command.now or clock, command.tenant_id)
+    report = Report(now=command.now or clock, tenant_id=command.tenant_id)
     now, tenant = report.now, report.tenant_id
-    report.counts["promoted"] = store.run(lambda unit: _promote_eligible(unit, tenant))
+    report.promoted = store.run(lambda unit: _promote_eligible(unit, tenant))
     _done(step, "promoted")
-    report.counts["expired_candidates"] = store.run(
-        lambda unit: _expire_candidates(unit, now, tenant)
-    )
+    report.expired_candidates = store.run(lambda unit: _expire_candidates(unit, now, tenant))
     _done(step, "expired_candidates")
     expired = expire(
         store, {"now": now, "tenant_id": tenant, "force": True, "actor": command.actor}
     )
-    report.counts["expired_facts"] = len(expired.expired_fact_ids)
+    report.expired_facts = len(expired.expired_fact_ids)
     _done(step, "expired_facts")
     redriven = store.run(lambda unit: _reopen_retryable(unit, now, tenant))
     drive(store, redriven)
-    report.counts["redriven"] = len(redriven)
+    report.redriven = len(redriven)
     _done(step, "redriven")
     pending, stuck, _ = sweep(store, now=now, tenant_id=tenant)
-    report.counts["requeued"] = pending + stuck
+    report.requeued = pending + stuck
     _done(step, "requeued")
     report.recorded = store.run(lambda unit: _record(unit, report, command.actor))
     return report

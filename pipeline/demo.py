@@ -87,19 +87,19 @@ def run_demo(store: Store, say: Callable[[str], None], tenant: str = "acme") -> 
     say("")
     shown = show_episode(store, tenant, "e4")
     say("5. sgam episodes show e4 --tenant " + tenant + ":")
-    say(f"  {shown['status']}, {shown['lane']} lane, extractor {shown['extractor']}")
-    for decision in shown["decisions"]:
-        about = decision["reason"] or "fact " + ", ".join(decision["fact_ids"])
-        say(f"  decision {decision['kind']}: {about}")
-    for fact in shown["facts"]:
-        value = json.dumps(fact["value"])
-        say(f"  fact {fact['attribute']} = {value}, valid from {fact['valid_from']}")
+    say(f"  {shown.status}, {shown.lane} lane, extractor {shown.extractor}")
+    for decision in shown.decisions:
+        about = decision.reason or "fact " + ", ".join(decision.fact_ids)
+        say(f"  decision {decision.kind}: {about}")
+    for fact in shown.facts:
+        value = json.dumps(fact.value)
+        say(f"  fact {fact.attribute} = {value}, valid from {format_utc(fact.valid_from)}")
 
 
 def _actions(store: Store, tenant: str, episode_id: str) -> str:
     shown = show_episode(store, tenant, episode_id)
-    processed = next(d for d in shown["decisions"] if d["kind"] == "episode_processed")
-    decisions = processed["command"]["decisions"]
+    processed = next(d for d in shown.decisions if d.kind == "episode_processed")
+    decisions = processed.command["decisions"] if processed.command is not None else []
     if not decisions:
         return "nothing to remember"
     return "; ".join(f"{d['attribute']} {d['action']} ({d['reason']})" for d in decisions)

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 from sqlalchemy import or_, select
 
 from pipeline.db.inserts import check_columns
@@ -43,6 +43,7 @@ from schemas.episodes import Episode, EpisodeText, EpisodeTime, SourceKind
 from schemas.facts import Fact, Trust
 from schemas.fields import Identifier
 from schemas.lifecycle import UNFINISHED, EpisodeStatus
+from schemas.results import Rejection
 
 
 class RememberIn(BaseModel):
@@ -68,21 +69,20 @@ class RememberIn(BaseModel):
     actor: Identifier | None = Field(default=None, description="who asks (audit)")
 
 
-@dataclass(frozen=True)
-class Remembered:
-    episode_id: str
-    facts: list[Fact] = field(default_factory=list)
-    rejected: list[dict[str, Any]] = field(default_factory=list)
-    deferred: bool = False
-    conflicts: list[ConflictError] = field(default_factory=list)
+class Remembered(BaseModel):
+    """What the hot path wrote. `deferred`: the model was slow or failed and the workers take
+    the episode over. `conflicts` (the ledger's refusals, also listed under `rejected`) are for
+    the caller's exit code and are not part of the JSON answer."""
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "episode_id": self.episode_id,
-            "facts": [fact.model_dump(mode="json") for fact in self.facts],
-            "rejected": self.rejected,
-            "deferred": self.deferred,
-        }
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    episode_id: str
+    facts: list[Fact] = Field(default_factory=list)
+    rejected: list[Rejection] = Field(default_factory=list)
+    deferred: bool = Field(
+        default=False, description="the model was slow or failed: the workers take over"
+    )
+    conflicts: SkipJsonSchema[list[ConflictError]] = Field(default_factory=list, exclude=True)
 
 
 def remember(
@@ -176,12 +176,12 @@ def _defer(store: Store, claimed: Claimed) -> Remembered:
     store.run(hand_over)
     if store.settings.broker_url is not None:
         drive(store, [claimed.key])
-    return Remembered(claimed.key[1], deferred=True)
+    return Remembered(episode_id=claimed.key[1], deferred=True)
 
 
 def _answer(episode_id: str, result: ExtractionResult, decisions: list[Decision]) -> Remembered:
     rejected = [
-        {"update": r.update.model_dump(mode="json"), "reason": r.reason.value, "message": r.message}
+        Rejection(update=r.update.model_dump(mode="json"), reason=r.reason.value, message=r.message)
         for r in result.rejected
     ]
     conflicts = [d.error for d in decisions if d.error is not None]
@@ -189,9 +189,9 @@ def _answer(episode_id: str, result: ExtractionResult, decisions: list[Decision]
         if decision.error is not None:
             update = {"attribute": candidate.attribute, "value": candidate.value}
             reason = type(decision.error).__name__
-            rejected.append({"update": update, "reason": reason, "message": str(decision.error)})
+            rejected.append(Rejection(update=update, reason=reason, message=str(decision.error)))
     facts = [d.fact for d in decisions if d.fact is not None]
-    return Remembered(episode_id, facts, rejected, conflicts=conflicts)
+    return Remembered(episode_id=episode_id, facts=facts, rejected=rejected, conflicts=conflicts)
 
 
 def _scope_of(request: RememberIn) -> tuple[str, str, str]:
@@ -236,4 +236,4 @@ def _earlier(store: Store, request: RememberIn, episode_id: str) -> Remembered:
             )
         ).all()
         written = [Fact.model_validate(fact, from_attributes=True) for fact in facts]
-    return Remembered(row_id, written, deferred=status in UNFINISHED)
+    return Remembered(episode_id=row_id, facts=written, deferred=status in UNFINISHED)

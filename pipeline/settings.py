@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+import prompts
 from pipeline.errors import InvalidInput
 
 ENV_PREFIX = "SGAM_"
@@ -65,6 +66,23 @@ class Settings(BaseSettings):
         default=2, ge=0, le=10, description="re-asks after an answer that fails validation"
     )
     llm_max_tokens: int = Field(default=1024, ge=16, le=32_768, description="per answer")
+    llm_prompt: str = Field(
+        default="extract/v2",
+        pattern=r"^extract/v[1-9][0-9]*$",
+        description="the extraction prompt (prompts/extract/vN.j2), recorded on every write",
+    )
+    llm_context_turns: int = Field(
+        default=6,
+        ge=0,
+        le=50,
+        description="earlier turns of the session the model sees as context (0: none)",
+    )
+    llm_context_tokens: int = Field(
+        default=600,
+        ge=0,
+        le=32_768,
+        description="the most those earlier turns may take of the prompt (estimated tokens)",
+    )
     llm_concurrency: int = Field(
         default=32, ge=1, le=1024, description="model requests a process keeps in flight"
     )
@@ -177,6 +195,13 @@ class Settings(BaseSettings):
     task_time_limit_s: int = Field(
         default=300, ge=10, description="a worker task is killed after this"
     )
+
+    @field_validator("llm_prompt")
+    @classmethod
+    def _shipped_prompt(cls, name: str) -> str:
+        if name not in prompts.names():
+            raise ValueError(f"must be one of {', '.join(prompts.names())}")
+        return name
 
     @field_validator("llm_base_url")
     @classmethod

@@ -13,18 +13,16 @@ import hmac
 import re
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
-from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import bindparam, select
 
 from pipeline.db.models import ROLES, ApiKeyRow
 from pipeline.db.store import Store
 from pipeline.errors import InvalidInput, NotFound
 from pipeline.validation import parse
-from schemas.fields import Identifier, UtcDatetime, format_utc
+from schemas.fields import Identifier, UtcDatetime, UtcInstant
 
 Role = Literal["reader", "writer", "reviewer", "admin"]
 _KEY = re.compile(r"sgam_([0-9a-f]{16})_([A-Za-z0-9_-]{43})")
@@ -42,47 +40,34 @@ class NewKey(BaseModel):
     expires_at: UtcDatetime | None = None
 
 
-@dataclass(frozen=True)
-class ApiKey:
+class ApiKey(BaseModel):
     """A stored key as anyone may see it: never its secret nor its hash."""
 
+    model_config = ConfigDict(frozen=True, from_attributes=True)
+
     key_id: str
-    prefix: str
+    prefix: str = Field(description="`sgam_` and the first characters, to tell keys apart")
     tenant_id: str
-    role: str
+    role: Role
     agent_id: str | None
     purpose: str | None
     name: str | None
-    created_at: datetime
-    expires_at: datetime | None
-    revoked_at: datetime | None
+    created_at: UtcInstant
+    expires_at: UtcInstant | None
+    revoked_at: UtcInstant | None
 
     def allows(self, role: str) -> bool:
         """Roles are ordered: each one may do everything the ones before it may."""
         return ROLES.index(self.role) >= ROLES.index(role)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "key_id": self.key_id,
-            "prefix": self.prefix,
-            "tenant_id": self.tenant_id,
-            "role": self.role,
-            "agent_id": self.agent_id,
-            "purpose": self.purpose,
-            "name": self.name,
-            "created_at": format_utc(self.created_at),
-            "expires_at": format_utc(self.expires_at),
-            "revoked_at": format_utc(self.revoked_at),
-        }
 
+class IssuedKey(BaseModel):
+    """A new key and its secret, which is shown here once and stored nowhere."""
 
-_PUBLIC = [f.name for f in fields(ApiKey)]
+    model_config = ConfigDict(frozen=True)
 
-
-def _public(row: ApiKeyRow | Mapping[str, Any]) -> ApiKey:
-    if isinstance(row, ApiKeyRow):
-        return ApiKey(**{name: getattr(row, name) for name in _PUBLIC})
-    return ApiKey(**{name: row[name] for name in _PUBLIC})
+    key: ApiKey
+    secret: str = Field(description="shown once: only its hash is stored")
 
 
 def _digest(secret: str) -> str:
@@ -107,7 +92,7 @@ def create_key(store: Store, request: NewKey | Mapping[str, Any]) -> tuple[ApiKe
     )
     with store.begin() as unit:
         unit.session.add(row)
-    return _public(row), secret
+    return ApiKey.model_validate(row), secret
 
 
 def list_keys(store: Store, tenant_id: str) -> list[ApiKey]:
@@ -115,7 +100,7 @@ def list_keys(store: Store, tenant_id: str) -> list[ApiKey]:
         rows = unit.session.scalars(
             select(ApiKeyRow).where(ApiKeyRow.tenant_id == tenant_id).order_by(ApiKeyRow.created_at)
         )
-        return [_public(row) for row in rows]
+        return [ApiKey.model_validate(row) for row in rows]
 
 
 def revoke_key(store: Store, key_id: str, *, tenant_id: str | None = None) -> ApiKey:
@@ -128,7 +113,7 @@ def revoke_key(store: Store, key_id: str, *, tenant_id: str | None = None) -> Ap
             raise NotFound(f"no API key {key_id}{where}")
         if row.revoked_at is None:
             row.revoked_at = store.clock()
-        return _public(row)
+        return ApiKey.model_validate(row)
 
 
 _BY_ID = select(ApiKeyRow.__table__).where(ApiKeyRow.key_id == bindparam("key_id"))
@@ -150,7 +135,7 @@ def _usable(store: Store, row: dict[str, Any]) -> ApiKey | Refusal:
         return "revoked"
     if row["expires_at"] is not None and row["expires_at"] <= store.clock():
         return "expired"
-    return _public(row)
+    return ApiKey.model_validate(row)
 
 
 def authenticate(store: Store, presented: str) -> ApiKey | Refusal:

@@ -1,5 +1,5 @@
 """HTTP conventions the handlers share: the store, the Idempotency-Key and If-Match headers,
-ETags, identifiers in the path and query, and JSON answers."""
+ETags, and identifiers in the path and query."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import re
 from typing import Annotated, Any
 
 from fastapi import Depends, Header, Request
-from fastapi.responses import Response
 from pydantic import TypeAdapter, ValidationError
 
 from pipeline.api.bodies import Subject
@@ -78,9 +77,3 @@ def expected_state(if_match: str | None) -> str | None:
 
 def etag(version: int | str) -> str:
     return f'"{version}"'
-
-
-def json_bytes(
-    payload: bytes, status: int = 200, headers: dict[str, str] | None = None
-) -> Response:
-    return Response(payload, status_code=status, headers=headers, media_type="application/json")

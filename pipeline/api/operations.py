@@ -1,9 +1,10 @@
 """What a key may do, one function per operation, shared by every door that takes API keys:
 the HTTP routes and the MCP tools call these, so both authorise, bind the scope, record the
 key as the actor and answer alike. Each takes the store, the caller's key and the inputs
-already parsed from its transport, and returns the answer as JSON-ready data (the shape the
-models of `pipeline.api.answers` describe). Role checks stay with each door (a route's
-dependency, a tool's listing); what follows from the key's binding is checked here.
+already parsed from its transport, and returns the pipeline's result model (the same the
+Python API returns and the command line prints; its JSON form is the answer). Role checks
+stay with each door (a route's dependency, a tool's listing); what follows from the key's
+binding is checked here.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 import pipeline
 from pipeline.access.keys import ApiKey
@@ -22,15 +23,19 @@ from pipeline.api.problems import Forbidden
 from pipeline.api.routes.owned import require_owned
 from pipeline.db.store import Store
 from pipeline.errors import InvalidInput, InvalidLines
+from pipeline.hot_path import Remembered
+from pipeline.ledger.forget import ForgetResult
+from pipeline.ledger.results import PutResult
 from pipeline.ledger.slots import SlotKey
 from pipeline.ledger.state_tag import read_state_tag
+from pipeline.read.context import Context
 from pipeline.validation import invalid_field
 from schemas.facts import Fact
 from schemas.lifecycle import CandidateStatus, ReceiptStatus
+from schemas.results import Decided, IngestReport, SupportedCandidate
 
 Json = dict[str, Any]
 CandidateFilter = CandidateStatus | Literal["all"]
-_FACTS: TypeAdapter[list[Fact]] = TypeAdapter(list[Fact])
 
 
 def _read_scope(key: ApiKey, subject: str, named: Mapping[str, Any]) -> dict[str, Any]:
@@ -42,16 +47,15 @@ def _read_scope(key: ApiKey, subject: str, named: Mapping[str, Any]) -> dict[str
 
 def remember(
     store: Store, key: ApiKey, body: Mapping[str, Any], idempotency: str | None = None
-) -> Json:
+) -> Remembered:
     """The hot path; `body` holds the fields the caller set (a RememberBody's)."""
     fields = bind(key, body) | {"actor": key.key_id}
-    answer: Json = pipeline.remember(store, idempotency_key(idempotency, fields)).to_json()
-    return answer
+    return pipeline.remember(store, idempotency_key(idempotency, fields))
 
 
 def ingest(
     store: Store, key: ApiKey, sent: Any, idempotency: str | None = None
-) -> tuple[Json, bool]:
+) -> tuple[IngestReport, bool]:
     """One episode object or a list of them; all are checked first and one invalid episode
     stores nothing. With `idempotency`, a batch's episodes get the keys KEY:1, KEY:2, ...
     Returns the answer and whether the workers have episodes to process."""
@@ -73,10 +77,8 @@ def ingest(
     if bad:
         raise InvalidLines(bad)
     report = pipeline.ingest(store, episodes)
-    receipts = [receipt.to_json() for receipt in report.receipts]
     waiting = (ReceiptStatus.QUEUED, ReceiptStatus.STORED)  # the workers have them to process
-    queued = any(receipt["status"] in waiting for receipt in receipts)
-    return {"receipts": receipts, "broker_down": report.broker_down}, queued
+    return report, any(receipt.status in waiting for receipt in report.receipts)
 
 
 def _episode(
@@ -110,14 +112,12 @@ def facts(
     at: str | None = None,
     known_at: str | None = None,
     include_quarantined: bool = False,
-) -> list[Json]:
+) -> list[Fact]:
     """What holds for `subject` at valid time `at`, as believed at `known_at`."""
     if include_quarantined and not key.allows("reviewer"):
         raise Forbidden("include_quarantined needs the reviewer role")
     query = _read_scope(key, subject, named) | given(attribute=attribute, at=at, known_at=known_at)
-    found = pipeline.get(store, query | {"include_quarantined": include_quarantined})
-    answer: list[Json] = _FACTS.dump_python(found, mode="json")
-    return answer
+    return pipeline.get(store, query | {"include_quarantined": include_quarantined})
 
 
 def read_tag(
@@ -153,15 +153,12 @@ def history(
     *,
     known_at: str | None = None,
     versions: bool = False,
-) -> list[Json]:
+) -> list[Fact]:
     query = _read_scope(key, subject, named) | {"attribute": identifier("attribute", attribute)}
     query |= given(known_at=known_at)
     if versions:  # the audit trail: quarantined versions too, for the roles that may see them
         query["include_quarantined"] = key.allows("reviewer")
-    timeline: list[Json] = _FACTS.dump_python(
-        pipeline.history(store, query, versions=versions), mode="json"
-    )
-    return timeline
+    return pipeline.history(store, query, versions=versions)
 
 
 def context(
@@ -172,11 +169,10 @@ def context(
     *,
     query: str | None = None,
     budget_tokens: int | str | None = None,
-) -> Json:
+) -> Context:
     """The cited context block; `text` joins the items as a model would be given them."""
     asked = _read_scope(key, subject, named) | given(query=query, budget_tokens=budget_tokens)
-    assembled = pipeline.assemble(store, asked)
-    return assembled.model_dump(mode="json") | {"text": assembled.text}
+    return pipeline.assemble(store, asked)
 
 
 def candidates(
@@ -186,25 +182,23 @@ def candidates(
     subject: str | None = None,
     status: CandidateFilter = CandidateStatus.BUFFERED,
     limit: int = 100,
-) -> list[Json]:
+) -> list[SupportedCandidate]:
     """The recurrence buffer; `status` "all" lists every state."""
     query = bind(key, {}) | {"status": None if status == "all" else status, "limit": limit}
     if subject is not None:
         query["subject"] = identifier("subject", subject)
-    found: list[Json] = pipeline.list_candidates(store, query)
-    return found
+    return pipeline.list_candidates(store, query)
 
 
 def decide(
     store: Store, key: ApiKey, verb: Literal["confirm", "reject"], candidate_id: str
-) -> Json:
+) -> Decided:
     """Confirm or reject a buffered candidate of the key's scope."""
     candidate_id = identifier("candidate_id", candidate_id)
     require_owned(store, key, "candidate", candidate_id)
     command = {"tenant_id": key.tenant_id, "candidate_id": candidate_id, "actor": key.key_id}
-    result = getattr(pipeline, verb)(store, command)
-    fact = result.fact.fact.model_dump(mode="json") if result.fact is not None else None
-    return {"candidate_id": result.candidate_id, "status": result.status, "fact": fact}
+    decided: Decided = getattr(pipeline, verb)(store, command)
+    return decided
 
 
 def forget(
@@ -214,7 +208,7 @@ def forget(
     *,
     purge: bool = False,
     idempotency: str | None = None,
-) -> Json:
+) -> ForgetResult:
     """Forgetting spans every agent and purpose of the tenant, so a key bound to one may not."""
     if key.agent_id is not None or key.purpose is not None:
         raise Forbidden("forgetting spans every agent and purpose; this key is bound to one")
@@ -224,9 +218,7 @@ def forget(
         "purge": purge,
         "actor": key.key_id,
     }
-    result = pipeline.forget(store, idempotency_key(idempotency, command))
-    answer: Json = result.to_json() | {"files_scrubbed": result.files_scrubbed}
-    return answer
+    return pipeline.forget(store, idempotency_key(idempotency, command))
 
 
 def dismiss(
@@ -236,10 +228,9 @@ def dismiss(
     *,
     reason: str | None = None,
     idempotency: str | None = None,
-) -> Json:
+) -> PutResult:
     """Refuse a quarantined fact of the key's scope: hidden for good, never promoted."""
     fact_id = identifier("fact_id", fact_id)
     require_owned(store, key, "fact", fact_id)
     command = {"tenant_id": key.tenant_id, "fact_id": fact_id, "actor": key.key_id}
-    result = pipeline.dismiss(store, idempotency_key(idempotency, command | given(reason=reason)))
-    return {"fact": result.fact.model_dump(mode="json"), "written": result.written}
+    return pipeline.dismiss(store, idempotency_key(idempotency, command | given(reason=reason)))

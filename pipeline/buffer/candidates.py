@@ -10,7 +10,6 @@ from __future__ import annotations
 import uuid
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from sqlalchemy import select, update
 
@@ -31,7 +30,6 @@ from schemas.buffer import (
 )
 from schemas.commands import PutFact
 from schemas.facts import JsonValue, Trust
-from schemas.fields import format_utc
 from schemas.lifecycle import CandidateStatus, EventKind, candidate_kind
 
 
@@ -270,26 +268,6 @@ def buffered_candidate(unit: Unit, candidate_id: str, tenant_id: str) -> Candida
             candidate_id=candidate_id,
         )
     return row
-
-
-def candidate_json(row: CandidateRow) -> dict[str, Any]:
-    return {
-        "candidate_id": row.candidate_id,
-        "tenant_id": row.tenant_id,
-        "agent_id": row.agent_id,
-        "purpose": row.purpose,
-        "subject": row.subject,
-        "attribute": row.attribute,
-        "value": row.value,
-        "status": row.status,
-        "support": row.support,
-        "first_seen_at": format_utc(row.first_seen_at),
-        "last_seen_at": format_utc(row.last_seen_at),
-        "valid_from": format_utc(row.valid_from),
-        "decided_at": format_utc(row.decided_at),
-        "fact_id": row.fact_id,
-        "reason": row.reason,
-    }
 
 
 def _where(row: CandidateRow) -> Subject:

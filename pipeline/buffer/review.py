@@ -12,7 +12,6 @@ from sqlalchemy import select
 from pipeline.buffer.candidates import (
     Buffered,
     buffered_candidate,
-    candidate_json,
     close,
     settle,
 )
@@ -20,9 +19,11 @@ from pipeline.db.models import CandidateRow, SupportRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.validation import parse
+from schemas.buffer import SupportRecord
 from schemas.facts import Trust
-from schemas.fields import Identifier, format_utc
+from schemas.fields import Identifier
 from schemas.lifecycle import CandidateStatus
+from schemas.results import Decided, StoredCandidate, SupportedCandidate
 
 
 class CandidateQuery(BaseModel):
@@ -48,7 +49,7 @@ class CandidateCommand(BaseModel):
 
 def list_candidates(
     store: Store, query: CandidateQuery | Mapping[str, Any]
-) -> list[dict[str, Any]]:
+) -> list[SupportedCandidate]:
     query = parse(CandidateQuery, query)
     statement = select(CandidateRow).where(
         CandidateRow.tenant_id == query.tenant_id, CandidateRow.forgotten_at.is_(None)
@@ -65,23 +66,22 @@ def list_candidates(
     statement = statement.order_by(CandidateRow.created_at).limit(query.limit)
     with store.begin() as unit:
         rows = list(unit.session.scalars(statement))
-        supports: dict[str, list[dict[str, Any]]] = {row.candidate_id: [] for row in rows}
+        supports: dict[str, list[SupportRecord]] = {row.candidate_id: [] for row in rows}
         if rows:  # a reviewer decides on the statements themselves: each supporting episode
             supporting = select(SupportRow).where(SupportRow.candidate_id.in_(list(supports)))
             for support in unit.session.scalars(supporting.order_by(SupportRow.occurred_at)):
                 supports[support.candidate_id].append(
-                    {
-                        "episode_id": support.episode_id,
-                        "session_id": support.session_id,
-                        "occurred_at": format_utc(support.occurred_at),
-                        "valid_from": format_utc(support.valid_from),
-                        "evidence": support.evidence,
-                    }
+                    SupportRecord.model_validate(support, from_attributes=True)
                 )
-        return [candidate_json(row) | {"supporting": supports[row.candidate_id]} for row in rows]
+        return [
+            SupportedCandidate(
+                **dict(StoredCandidate.model_validate(row)), supporting=supports[row.candidate_id]
+            )
+            for row in rows
+        ]
 
 
-def confirm(store: Store, command: CandidateCommand | Mapping[str, Any]) -> Buffered:
+def confirm(store: Store, command: CandidateCommand | Mapping[str, Any]) -> Decided:
     """The user confirms: the candidate becomes a fact with the user's trust, valid from its
     first support. Raises NotFound, NotBuffered, or the ledger's refusal."""
     command = parse(CandidateCommand, command)
@@ -101,10 +101,10 @@ def confirm(store: Store, command: CandidateCommand | Mapping[str, Any]) -> Buff
     result = store.run(work)
     if result.refused is not None:
         raise result.refused
-    return result
+    return _decided(result)
 
 
-def reject(store: Store, command: CandidateCommand | Mapping[str, Any]) -> Buffered:
+def reject(store: Store, command: CandidateCommand | Mapping[str, Any]) -> Decided:
     """Drop a buffered candidate for good; its support stays for the audit."""
     command = parse(CandidateCommand, command)
 
@@ -115,4 +115,9 @@ def reject(store: Store, command: CandidateCommand | Mapping[str, Any]) -> Buffe
         )
         return Buffered(row.candidate_id, CandidateStatus.REJECTED, row.support)
 
-    return store.run(work)
+    return _decided(store.run(work))
+
+
+def _decided(result: Buffered) -> Decided:
+    fact = result.fact.fact if result.fact is not None else None
+    return Decided(candidate_id=result.candidate_id, status=result.status, fact=fact)

@@ -95,9 +95,7 @@ def catalog_check(as_json: bool) -> None:
         problems = check_catalog(store)
         version = store.catalog.version
     if output.wants_json(as_json):
-        output.emit_json(
-            {"catalog_version": version, "problems": [problem.to_json() for problem in problems]}
-        )
+        output.emit_json({"catalog_version": version, "problems": output.plain(problems)})
     else:
         for problem in problems:
             click.echo(

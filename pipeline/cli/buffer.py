@@ -29,6 +29,7 @@ STATUSES = [status.value for status in CandidateStatus] + ["all"]
 def candidates(tenant: str, status: str, as_json: bool, **options: Any) -> None:
     """Candidates in the recurrence buffer, with their support; exit 1 when there are none."""
     from pipeline.buffer.review import list_candidates
+    from schemas.fields import format_utc
 
     query = {"tenant_id": tenant, "status": None if status == "all" else status}
     with opened_store() as store:
@@ -38,9 +39,9 @@ def candidates(tenant: str, status: str, as_json: bool, **options: Any) -> None:
     else:
         for candidate in found:
             click.echo(
-                f"{candidate['candidate_id']}  {candidate['subject']}.{candidate['attribute']} = "
-                f"{json.dumps(candidate['value'], ensure_ascii=False)}  {candidate['status']}  "
-                f"support={candidate['support']}  last seen {candidate['last_seen_at']}"
+                f"{candidate.candidate_id}  {candidate.subject}.{candidate.attribute} = "
+                f"{json.dumps(candidate.value, ensure_ascii=False)}  {candidate.status}  "
+                f"support={candidate.support}  last seen {format_utc(candidate.last_seen_at)}"
             )
     if not found:
         raise click.exceptions.Exit(1)
@@ -58,15 +59,12 @@ def _decide(verb: str) -> Any:
         fields = {"tenant_id": tenant, "candidate_id": candidate_id, "actor": actor}
         with opened_store() as store:
             result = getattr(review, verb)(store, fields)
-        answer = {"candidate_id": result.candidate_id, "status": result.status}
-        if result.fact is not None:
-            answer["fact"] = result.fact.fact.model_dump(mode="json")
         if output.wants_json(as_json):
-            output.emit_json(answer)
+            output.emit_json(result)
         else:
             click.echo(f"candidate {result.candidate_id}: {result.status}")
             if result.fact is not None:
-                click.echo(output.describe(result.fact.fact))
+                click.echo(output.describe(result.fact))
 
     command.help = {
         "confirm": "The user confirms a buffered candidate: it becomes a fact, valid from "
@@ -103,7 +101,7 @@ def consolidate(as_json: bool, **options: Any) -> None:
         else:
             report = run(store, given_fields(options, tenant="tenant_id"))
     if output.wants_json(as_json):
-        output.emit_json(report.to_json())
+        output.emit_json(report)
     else:
         click.echo(
             ", ".join(f"{count} {name.replace('_', ' ')}" for name, count in report.counts.items())

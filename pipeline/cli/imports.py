@@ -116,7 +116,7 @@ def _tally(
         if receipt.problem is not None:
             failed.append(receipt)
         if as_json:
-            click.echo(json.dumps(receipt.to_json(), ensure_ascii=False))
+            click.echo(json.dumps(receipt.model_dump(mode="json"), ensure_ascii=False))
     return counts, failed
 
 

@@ -43,7 +43,7 @@ def ingest(file: Path, skip_invalid: bool, as_json: bool) -> None:
         )
     for receipt in report.receipts:
         if output.wants_json(as_json):
-            click.echo(json.dumps(receipt.to_json()))
+            click.echo(json.dumps(receipt.model_dump(mode="json")))
         else:
             error = f"  {receipt.error}" if receipt.error else ""
             click.echo(f"line {receipt.line}: {receipt.status}  {receipt.episode_id}{error}")
@@ -90,20 +90,20 @@ def remember(
     with opened_store() as store:
         result = remember_now(store, fields)
     if output.wants_json(as_json):
-        output.emit_json(result.to_json())
+        output.emit_json(result)
     else:
         for fact in result.facts:
             click.echo(output.describe(fact))
         if result.deferred:
             click.echo(f"deferred: episode {result.episode_id} waits for a worker")
         for refusal in result.rejected:
-            click.echo(f"not remembered: {refusal['reason']}: {refusal['message']}")
+            click.echo(f"not remembered: {refusal.reason}: {refusal.message}")
     for conflict in result.conflicts:
         click.echo(f"sgam: {type(conflict).__name__}: {conflict}", err=True)
     if result.conflicts:
         raise click.exceptions.Exit(3)
     if not result.facts and not result.deferred:
-        why = "; ".join(f"{r['reason']}: {r['message']}" for r in result.rejected)
+        why = "; ".join(f"{r.reason}: {r.message}" for r in result.rejected)
         nothing = "no statement of a catalogued attribute was recognised in the text"
         click.echo(f"sgam: nothing remembered: {why or nothing}", err=True)
         raise click.exceptions.Exit(1)
@@ -122,6 +122,7 @@ def episodes(context: click.Context, /, tenant: str | None, as_json: bool, **opt
         return
     from pipeline.episodes.states import list_episodes
     from pipeline.errors import InvalidInput
+    from schemas.fields import format_utc
 
     if tenant is None:
         raise InvalidInput("tenant", "is required to list episodes")
@@ -134,9 +135,9 @@ def episodes(context: click.Context, /, tenant: str | None, as_json: bool, **opt
     else:
         for episode in found:
             click.echo(
-                f"{episode['occurred_at']}  {episode['status']:<10}  {episode['episode_id']}  "
-                f"session={episode['session_id']}  attempts={episode['attempts']}"
-                + (f"  error={episode['last_error']}" if episode["last_error"] else "")
+                f"{format_utc(episode.occurred_at)}  {episode.status:<10}  {episode.episode_id}  "
+                f"session={episode.session_id}  attempts={episode.attempts}"
+                + (f"  error={episode.last_error}" if episode.last_error else "")
             )
     if not found:
         raise click.exceptions.Exit(1)
@@ -160,6 +161,7 @@ def episodes_show(
     """The episode, its candidates, the decisions taken and the facts written (quarantined
     facts, candidates and the decisions' payloads with --include-quarantined)."""
     from pipeline.episodes.states import show_episode
+    from schemas.fields import format_utc
 
     with opened_store() as store:
         shown = show_episode(
@@ -173,25 +175,27 @@ def episodes_show(
     if output.wants_json(as_json):
         output.emit_json(shown)
         return
-    click.echo(f"episode {shown['episode_id']} ({shown['status']}, {shown['lane']} lane)")
-    click.echo(f"  {shown['occurred_at']}  session={shown['session_id']}  source={shown['source']}")
-    click.echo(f"  text: {shown['text']}")
-    extracted = [f"extractor={shown['extractor'] or 'not yet'}"]
-    if shown["prompt_version"] is not None:
-        extracted.append(f"prompt={shown['prompt_version']}")
+    click.echo(f"episode {shown.episode_id} ({shown.status}, {shown.lane} lane)")
+    click.echo(
+        f"  {format_utc(shown.occurred_at)}  session={shown.session_id}  source={shown.source}"
+    )
+    click.echo(f"  text: {shown.text}")
+    extracted = [f"extractor={shown.extractor or 'not yet'}"]
+    if shown.prompt_version is not None:
+        extracted.append(f"prompt={shown.prompt_version}")
     click.echo("  " + "  ".join(extracted))
-    for candidate in shown["candidates"]:
+    for candidate in shown.candidates:
         click.echo(
-            f"  candidate {candidate['candidate_id']}: {candidate['attribute']} = "
-            f"{json.dumps(candidate['value'])}  {candidate['status']}"
-            f" (support {candidate['support']})"
+            f"  candidate {candidate.candidate_id}: {candidate.attribute} = "
+            f"{json.dumps(candidate.value)}  {candidate.status}"
+            f" (support {candidate.support})"
         )
-    for decision in shown["decisions"]:
-        facts = ", ".join(decision["fact_ids"]) or "no fact"
-        reason = f": {decision['reason']}" if decision["reason"] else ""
-        click.echo(f"  decision {decision['kind']} ({facts}){reason}")
-    for fact in shown["facts"]:
-        click.echo(f"  fact {fact['fact_id']}: {fact['attribute']} = {json.dumps(fact['value'])}")
+    for decision in shown.decisions:
+        facts = ", ".join(decision.fact_ids) or "no fact"
+        reason = f": {decision.reason}" if decision.reason else ""
+        click.echo(f"  decision {decision.kind} ({facts}){reason}")
+    for fact in shown.facts:
+        click.echo(f"  fact {fact.fact_id}: {fact.attribute} = {json.dumps(fact.value)}")
 
 
 @episodes.command("retry")

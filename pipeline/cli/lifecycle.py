@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from pipeline.cli import output
 from pipeline.cli.options import given_fields, json_output, opened_store, scope_fields, scoped
 from pipeline.cli.output import plural
+
+if TYPE_CHECKING:
+    from schemas.results import LoggedDecision
 
 
 @click.command()
@@ -44,8 +47,7 @@ def forget(tenant: str, subject: str, purge: bool, as_json: bool, **options: Any
     with opened_store() as store:
         result = forget_subject(store, fields)
     if output.wants_json(as_json):
-        scrubbed = {"files_scrubbed": result.files_scrubbed} if result.purged else {}
-        output.emit_json(result.to_json() | scrubbed)
+        output.emit_json(result)
     else:
         verb = "hid and purged" if result.purged else "hid"
         click.echo(f"{verb} {result.hidden} {plural(result.hidden, 'fact')} about {subject}")
@@ -98,7 +100,7 @@ def context(tenant: str, agent: str, purpose: str, as_json: bool, **options: Any
     with opened_store() as store:
         assembled = assemble(store, scope_fields(tenant, agent, purpose, **options))
     if output.wants_json(as_json):
-        output.emit_json(assembled.model_dump(mode="json") | {"text": assembled.text})
+        output.emit_json(assembled)
     else:
         click.echo(assembled.text or "(no facts)")
     if not assembled.items:
@@ -123,17 +125,19 @@ def show_log(tenant: str, as_json: bool, **options: Any) -> None:
         events = decision_log(store, {"tenant_id": tenant} | given_fields(options))
     for event in events:
         if output.wants_json(as_json):
-            click.echo(json.dumps(event, ensure_ascii=False))
+            click.echo(json.dumps(event.model_dump(mode="json"), ensure_ascii=False))
         else:
             click.echo(_log_line(event))
     if not events:
         raise click.exceptions.Exit(1)
 
 
-def _log_line(event: dict[str, Any]) -> str:
-    facts = ",".join(event["fact_ids"]) or "-"
-    reason = f"  {event['reason']}" if event["reason"] else ""
+def _log_line(event: LoggedDecision) -> str:
+    from schemas.fields import format_utc
+
+    facts = ",".join(event.fact_ids) or "-"
+    reason = f"  {event.reason}" if event.reason else ""
     return (
-        f"{event['occurred_at']}  #{event['event_id']}  {event['kind']:<10}  "
-        f"{event['subject'] or '-'}  facts={facts}  by={event['actor']}{reason}"
+        f"{format_utc(event.occurred_at)}  #{event.event_id}  {event.kind:<10}  "
+        f"{event.subject or '-'}  facts={facts}  by={event.actor}{reason}"
     )

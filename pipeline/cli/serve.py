@@ -74,7 +74,7 @@ def keys() -> None:
 @json_output
 def create(tenant: str, role: str, as_json: bool, **options: Any) -> None:
     """Create a key and print it once: only its hash is stored."""
-    from pipeline.access.keys import create_key
+    from pipeline.access.keys import IssuedKey, create_key
 
     fields = {"tenant_id": tenant, "role": role} | given_fields(
         options, agent="agent_id", purpose="purpose"
@@ -82,7 +82,7 @@ def create(tenant: str, role: str, as_json: bool, **options: Any) -> None:
     with opened_store() as store:
         key, secret = create_key(store, fields)
     if output.wants_json(as_json):
-        output.emit_json({"key": key.to_json(), "secret": secret})
+        output.emit_json(IssuedKey(key=key, secret=secret))
         return
     click.echo(secret)
     click.echo(f"key {key.key_id}: {key.role} in tenant {key.tenant_id}; shown only now", err=True)
@@ -94,15 +94,16 @@ def create(tenant: str, role: str, as_json: bool, **options: Any) -> None:
 def list_(tenant: str, as_json: bool) -> None:
     """The tenant's keys (never their secrets); exit 1 when it has none."""
     from pipeline.access.keys import list_keys
+    from schemas.fields import format_utc
 
     with opened_store() as store:
         found = list_keys(store, tenant)
     if output.wants_json(as_json):
-        output.emit_json([key.to_json() for key in found])
+        output.emit_json(found)
     else:
         for key in found:
-            shown = key.to_json()
-            state = "revoked" if key.revoked_at else f"expires {shown['expires_at'] or 'never'}"
+            expires = format_utc(key.expires_at) or "never"
+            state = "revoked" if key.revoked_at else f"expires {expires}"
             scope = f"agent={key.agent_id or '*'} purpose={key.purpose or '*'}"
             click.echo(
                 f"{key.key_id}  {key.prefix}…  {key.role:<8}  {scope}  {state}  {key.name or ''}"
@@ -121,6 +122,6 @@ def revoke(key_id: str, as_json: bool) -> None:
     with opened_store() as store:
         key = revoke_key(store, key_id)
     if output.wants_json(as_json):
-        output.emit_json(key.to_json())
+        output.emit_json(key)
     else:
         click.echo(f"revoked {key.key_id} ({key.role} in tenant {key.tenant_id})")

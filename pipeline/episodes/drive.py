@@ -19,6 +19,7 @@ from pipeline.episodes.states import reopen_failed, strays
 from pipeline.errors import NotFailed, NotFound, StoreUnavailable
 from pipeline.extract.llm import LlmClient
 from schemas.lifecycle import ReceiptStatus
+from schemas.results import Retried
 
 # Inline mode retries a retryable failure after these pauses (seconds), within the budget of
 # SGAM_EPISODE_MAX_ATTEMPTS attempts per episode.
@@ -81,12 +82,16 @@ def retry(
 
 def retry_episode(
     store: Store, tenant_id: str, episode_id: str, *, llm: LlmClient | None = None
-) -> Driven:
-    """One failed episode back to work; NotFound when the tenant has no such episode,
-    NotFailed when it is not failed."""
+) -> Retried:
+    """One failed episode back to work: `queued`, or where inline processing left it.
+    NotFound when the tenant has no such episode, NotFailed when it is not failed."""
     keys, driven = retry(store, tenant_id=tenant_id, episode_ids=[episode_id], llm=llm)
     if keys:
-        return driven
+        outcome = driven.outcomes.get(keys[0])
+        return Retried(
+            episode_id=episode_id,
+            status=outcome.status if outcome is not None else ReceiptStatus.QUEUED,
+        )
     with store.reading() as connection:
         status = connection.execute(
             select(EpisodeRow.status).where(

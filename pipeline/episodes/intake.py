@@ -10,7 +10,6 @@ not stored twice — also when two intakes race, since the database refuses the 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -30,35 +29,9 @@ from pipeline.policy.decide import Lane
 from pipeline.validation import invalid
 from schemas.intake import EpisodeIn
 from schemas.lifecycle import ReceiptStatus
+from schemas.results import IngestReport, Receipt
 
 Progress = Callable[[int], None]
-
-
-@dataclass(frozen=True)
-class Receipt:
-    """What happened to one episode of the input: `queued` (stored, a worker will process it),
-    `stored` (the broker could not be reached: the sweeper will queue it), `duplicate` (seen
-    before; `episode_id` is the stored one), `done` or `failed` (processed in this process, in
-    inline mode)."""
-
-    line: int
-    episode_id: str
-    status: ReceiptStatus
-    error: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"line": self.line, "episode_id": self.episode_id}
-        data["status"] = self.status
-        if self.error is not None:
-            data["error"] = self.error
-        return data
-
-
-@dataclass
-class IngestReport:
-    receipts: list[Receipt] = field(default_factory=list)
-    invalid: list[tuple[int, str, str]] = field(default_factory=list)  # skipped lines
-    broker_down: bool = False  # stored, but the wake-up could not be sent: the sweeper will
 
 
 def parse_episodes(
@@ -124,10 +97,11 @@ def _store_chunk(unit: Unit, *, chunk: list[tuple[int, EpisodeIn]]) -> Stored:
         key = (row["tenant_id"], row["episode_id"])
         if key in inserted:
             inserted.discard(key)  # a second line with the same id is a duplicate of this one
-            stored.append((Receipt(line, key[1], ReceiptStatus.QUEUED), key))
+            stored.append((Receipt(line=line, episode_id=key[1], status=ReceiptStatus.QUEUED), key))
         else:
             stored_id = _stored_id(unit, episode, key[1])
-            stored.append((Receipt(line, stored_id, ReceiptStatus.DUPLICATE), None))
+            duplicate = Receipt(line=line, episode_id=stored_id, status=ReceiptStatus.DUPLICATE)
+            stored.append((duplicate, None))
     return stored
 
 
@@ -157,8 +131,9 @@ def _hand_over(
     for receipt, key in stored:
         outcome = driven.outcomes.get(key) if key is not None else None
         if outcome is not None:
-            receipt = replace(receipt, status=outcome.status, error=outcome.error)
+            receipt = receipt.model_copy(update={"status": outcome.status, "error": outcome.error})
         elif driven.broker_down and receipt.status is ReceiptStatus.QUEUED:
-            receipt = replace(receipt, status=ReceiptStatus.STORED)  # nothing was queued
+            # nothing was queued: the sweeper will
+            receipt = receipt.model_copy(update={"status": ReceiptStatus.STORED})
         receipts.append(receipt)
     return receipts

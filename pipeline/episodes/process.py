@@ -17,6 +17,7 @@ from sqlalchemy import and_, or_, select, tuple_
 from pipeline.db.models import EpisodeRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
+from pipeline.episodes.conversation import earlier_turns
 from pipeline.episodes.dispatch import EpisodeKey
 from pipeline.episodes.inflight import run_in_flight
 from pipeline.episodes.lane_metrics import observe_episode, observe_model
@@ -26,7 +27,7 @@ from pipeline.extract.backends import RULES
 from pipeline.extract.choose import choose
 from pipeline.extract.guards import current_values
 from pipeline.extract.llm import LlmClient
-from pipeline.extract.protocol import ExtractionContext, Extractor, LazyValues
+from pipeline.extract.protocol import ExtractionContext, Extractor, LazyTurns, LazyValues
 from pipeline.extract.result import ExtractionResult
 from pipeline.ledger import events
 from pipeline.policy.apply import ACTOR, Decision, Provenance, apply_candidate
@@ -77,8 +78,8 @@ def process_episodes(
         return _observed(extracted, store.run(lambda unit: finish(unit, claimed, extracted)))
 
     def prepare(item: Claimed) -> Callable[[], Extracted]:
-        # The subject's values are read on the pool's thread, when the prompt is rendered:
-        # read one after another here, they would hold back every call behind them.
+        # The subject's values and the conversation are read on the pool's thread, when the
+        # prompt is rendered: read one after another here, they would hold back every call.
         context = context_for(store, item.episode)
         return lambda: extractor.extract(item.episode, context)
 
@@ -159,13 +160,14 @@ def run_extraction(store: Store, episode: Episode, extractor: Extractor) -> Extr
 
 
 def context_for(store: Store, episode: Episode) -> ExtractionContext:
-    """What the extractor may consult; the subject's current values are read from the
-    ledger only when it asks (always for a model's prompt, for the rules once they found
-    something)."""
+    """What the extractor may consult; the subject's current values and the conversation's
+    earlier turns are read only when it asks (both always for a model's prompt; the rules read
+    the values once they found something, and never the conversation)."""
     return ExtractionContext(
         store.catalog,
         LazyValues(lambda: _current(store, episode)),
         day_first=store.settings.dates_day_first,
+        earlier=LazyTurns(lambda: earlier_turns(store, episode)),
     )
 
 

@@ -12,46 +12,16 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import and_, or_, select, tuple_, update
 
-from pipeline.buffer.candidates import candidate_json
 from pipeline.db.models import CandidateRow, EpisodeRow, EventRow, FactRow, SupportRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.episodes.dispatch import EpisodeKey
 from pipeline.errors import NotFound
-from pipeline.ledger.log import EVENT_COLUMNS
 from pipeline.validation import parse
 from schemas.facts import Fact, FactStatus
-from schemas.fields import Identifier, format_utc
+from schemas.fields import Identifier
 from schemas.lifecycle import EpisodeStatus, EventKind
-
-_SHOWN = [
-    "episode_id",
-    "tenant_id",
-    "agent_id",
-    "purpose",
-    "subject",
-    "subject_names",
-    "session_id",
-    "source",
-    "occurred_at",
-    "text",
-    "trust",
-    "idempotency_key",
-    "actor",
-    "meta",
-    "lane",
-    "deferred",
-    "status",
-    "attempts",
-    "lost_attempts",
-    "last_error",
-    "extractor",
-    "prompt_version",
-    "usage",
-    "received_at",
-    "started_at",
-    "finished_at",
-]
+from schemas.results import EpisodeDetail, LoggedDecision, StoredCandidate, StoredEpisode
 
 
 class EpisodeQuery(BaseModel):
@@ -66,15 +36,7 @@ class EpisodeQuery(BaseModel):
     limit: int = Field(default=1000, ge=1, le=100_000)
 
 
-def episode_json(row: EpisodeRow) -> dict[str, Any]:
-    data = {name: getattr(row, name) for name in _SHOWN}
-    data["metadata"] = data.pop("meta") or {}
-    for name in ("occurred_at", "received_at", "started_at", "finished_at"):
-        data[name] = format_utc(data[name])
-    return data
-
-
-def list_episodes(store: Store, query: EpisodeQuery | Mapping[str, Any]) -> list[dict[str, Any]]:
+def list_episodes(store: Store, query: EpisodeQuery | Mapping[str, Any]) -> list[StoredEpisode]:
     query = parse(EpisodeQuery, query)
     statement = select(EpisodeRow).where(EpisodeRow.tenant_id == query.tenant_id)
     for column, value in (
@@ -90,7 +52,8 @@ def list_episodes(store: Store, query: EpisodeQuery | Mapping[str, Any]) -> list
         EpisodeRow.occurred_at, EpisodeRow.episode_id
     )
     with store.begin() as unit:
-        return [episode_json(row) for row in unit.session.scalars(statement.limit(query.limit))]
+        found = unit.session.scalars(statement.limit(query.limit))
+        return [StoredEpisode.model_validate(row) for row in found]
 
 
 def _forgotten_since_received() -> Any:
@@ -116,7 +79,7 @@ def show_episode(
     agent_id: str | None = None,
     purpose: str | None = None,
     reviewer: bool = True,
-) -> dict[str, Any]:
+) -> EpisodeDetail:
     """The episode, the candidates it supports, the decisions taken for it and the facts it
     is the source of, in the episode's scope. Another tenant's episode, one outside the
     `agent_id`/`purpose` asked for, and one whose subject was forgotten since are reported
@@ -170,21 +133,19 @@ def show_episode(
             .where(EventRow.tenant_id == tenant_id, EventRow.episode_id == episode_id)
             .order_by(EventRow.event_id)
         ).all()
-        return episode_json(row) | {
-            "candidates": [candidate_json(candidate) for candidate in candidates],
-            "decisions": [_decision_json(event, reviewer) for event in decisions],
-            "facts": [
-                Fact.model_validate(fact, from_attributes=True).model_dump(mode="json")
-                for fact in facts
-            ],
-        }
+        return EpisodeDetail(
+            **dict(StoredEpisode.model_validate(row)),
+            candidates=[StoredCandidate.model_validate(c) for c in candidates],
+            decisions=[_decision(event, reviewer) for event in decisions],
+            facts=[Fact.model_validate(fact, from_attributes=True) for fact in facts],
+        )
 
 
-def _decision_json(event: EventRow, reviewer: bool) -> dict[str, Any]:
-    shown = {key: getattr(event, key) for key in EVENT_COLUMNS}
+def _decision(event: EventRow, reviewer: bool) -> LoggedDecision:
+    shown = LoggedDecision.model_validate(event)
     if not reviewer:  # the payload holds claim values and evidence: the log is a reviewer's
-        shown["command"] = None
-    return shown | {"occurred_at": format_utc(event.occurred_at)}
+        return shown.model_copy(update={"command": None})
+    return shown
 
 
 def reopen_failed(

@@ -6,7 +6,14 @@ extractor follows `protocol.Extractor`; `choose` is the one place that picks one
 
 from pipeline.extract.backends import RULES, ModelBackend, RulesBackend, rules_for
 from pipeline.extract.choose import EXTRACTORS, ExtractorName, choose, model
-from pipeline.extract.protocol import ExtractionContext, Extractor, LazyValues, judged
+from pipeline.extract.protocol import (
+    ExtractionContext,
+    Extractor,
+    LazyTurns,
+    LazyValues,
+    Turn,
+    judged,
+)
 from pipeline.extract.run import extract
 
 __all__ = [
@@ -15,9 +22,11 @@ __all__ = [
     "ExtractionContext",
     "Extractor",
     "ExtractorName",
+    "LazyTurns",
     "LazyValues",
     "ModelBackend",
     "RulesBackend",
+    "Turn",
     "choose",
     "extract",
     "judged",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from pipeline.extract.llm import LlmClient, shared_client
-from pipeline.extract.prompting import PROMPT_NAME, render_messages
+from pipeline.extract.prompting import render_messages
 from pipeline.extract.protocol import ExtractionContext, judged
 from pipeline.extract.result import ExtractionResult
 from pipeline.extract.rules import RulesExtractor
@@ -51,8 +51,6 @@ class ModelBackend:
     """A model asked through `client`, or, without one, through this process's client for
     `settings` (`llm.shared_client`: one per process, its connections reused)."""
 
-    version: str | None = PROMPT_NAME
-
     def __init__(self, settings: Settings, client: LlmClient | None = None) -> None:
         self.settings = client.settings if client is not None else settings
         self.client = client
@@ -60,6 +58,11 @@ class ModelBackend:
     @property
     def name(self) -> str:
         return f"llm:{self.settings.llm_model}"
+
+    @property
+    def version(self) -> str | None:
+        """The prompt (SGAM_LLM_PROMPT), recorded on the episode and on every write."""
+        return self.settings.llm_prompt
 
     def within(self, seconds: float) -> ModelBackend:
         """The same endpoint, giving up after `seconds` in all (the hot path's deadline)."""
@@ -70,9 +73,15 @@ class ModelBackend:
 
     def extract(self, episode: Episode, context: ExtractionContext) -> ExtractionResult:
         answer, usage = self._client().ask(
-            render_messages(episode, context.catalog, context.current),
+            render_messages(
+                episode,
+                context.catalog,
+                context.current,
+                context.earlier,
+                prompt=self.settings.llm_prompt,
+            ),
             response_model(context.catalog),
-            prompt_version=PROMPT_NAME,
+            prompt_version=self.settings.llm_prompt,
         )
         return judged(episode, answer.updates, context, usage)
 

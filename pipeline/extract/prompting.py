@@ -1,16 +1,19 @@
-"""The extraction prompt for one episode: which catalogue entries and stored values it shows.
+"""The extraction prompt for one episode: which catalogue entries, stored values and earlier
+turns of the conversation it shows.
 
 The catalogue section is the same for every episode of a catalogue version (a cacheable
 prefix); of the subject's stored values only those of attributes the episode names are shown,
-so the prompt stays small however much the ledger holds.
+so the prompt stays small however much the ledger holds; the earlier turns (context only,
+`pipeline.episodes.conversation`) come before the episode, which ends the prompt.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import prompts
 from pipeline.extract.guards import CurrentValues
@@ -19,15 +22,32 @@ from schemas.episodes import Episode
 from schemas.extraction import MAX_UPDATES
 from schemas.facts import Cardinality
 
-PROMPT_NAME = "extract/v1"
+if TYPE_CHECKING:
+    from pipeline.extract.protocol import Turn
+
+PROMPT_NAME = "extract/v2"  # the default of SGAM_LLM_PROMPT
 MAX_SHOWN_VALUES = 8
 
 
 def render_messages(
-    episode: Episode, catalog: Catalog, current: CurrentValues
+    episode: Episode,
+    catalog: Catalog,
+    current: CurrentValues,
+    earlier: Sequence[Turn] = (),
+    *,
+    prompt: str = PROMPT_NAME,
 ) -> list[dict[str, str]]:
-    """The chat messages that ask the model for `Extraction` of `episode`."""
-    return prompts.load(PROMPT_NAME).render(
+    """The chat messages that ask the model for `Extraction` of `episode`; `earlier`: the
+    turns of its conversation before it, shown as context only."""
+    return prompts.load(prompt).render(
+        earlier=[
+            {
+                "speaker": turn.speaker,
+                "occurred_at": turn.occurred_at.isoformat(),
+                "text": turn.text,
+            }
+            for turn in earlier
+        ],
         max_updates=MAX_UPDATES,
         attributes=_attributes(catalog),
         subject=episode.subject,

@@ -21,8 +21,9 @@ model whose evidence must name the attribute to count as explicit.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Protocol
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Protocol, overload
 
 from pipeline.extract.guards import CurrentValues, GuardContext, guard_all
 from pipeline.extract.result import ExtractionResult
@@ -33,14 +34,31 @@ from schemas.facts import JsonValue
 
 
 @dataclass(frozen=True)
+class Turn:
+    """An earlier turn of the episode's conversation: shown to a model as context only (what
+    the episode answers or refers to), never a source of facts or of evidence."""
+
+    speaker: str
+    occurred_at: datetime
+    text: str
+
+
+@dataclass(frozen=True)
 class ExtractionContext:
     """What an extractor may consult besides the episode; none of it comes from a model.
-    `current` may be a `LazyValues`: read from the ledger only when an extractor asks."""
+    `current` and `earlier` may be lazy (`LazyValues`, `LazyTurns`): read from the store only
+    when an extractor asks — the rules never read the conversation."""
 
     catalog: Catalog
     current: CurrentValues = field(default_factory=dict)
     known_subjects: frozenset[str] = frozenset()
     day_first: bool = False
+    earlier: Sequence[Turn] = ()  # the conversation before the episode, oldest first
+
+    def loaded(self) -> ExtractionContext:
+        """The same context with everything lazy read now (e.g. before another thread, which
+        holds no database connection, extracts with it)."""
+        return replace(self, current=dict(self.current), earlier=list(self.earlier))
 
     def guards(self, episode: Episode) -> GuardContext:
         return GuardContext(
@@ -90,6 +108,36 @@ class LazyValues(Mapping[str, Sequence[JsonValue]]):
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._loaded())
+
+    def __len__(self) -> int:
+        return len(self._loaded())
+
+
+class LazyTurns(Sequence[Turn]):
+    """The conversation before the episode, read once on first use (only a model asks)."""
+
+    def __init__(self, load: Callable[[], Sequence[Turn]]) -> None:
+        self._load = load
+        self._turns: Sequence[Turn] | None = None
+
+    @property
+    def read(self) -> bool:
+        """Whether the turns were read yet."""
+        return self._turns is not None
+
+    def _loaded(self) -> Sequence[Turn]:
+        if self._turns is None:
+            self._turns = self._load()
+        return self._turns
+
+    @overload
+    def __getitem__(self, index: int) -> Turn: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Turn]: ...
+
+    def __getitem__(self, index: int | slice) -> Turn | Sequence[Turn]:
+        return self._loaded()[index]
 
     def __len__(self) -> int:
         return len(self._loaded())

@@ -124,10 +124,10 @@ class _Batch:
                 check_repeat(seen, fingerprint, key)
             except IdempotencyConflict as problem:
                 return problem
-            return PutResult.from_json(seen["result"])
+            return PutResult.repeated(seen["result"])
         outcome = self._apply(command)
         if isinstance(outcome, PutResult):
-            row = key_row(self.unit, command, fingerprint, outcome.to_json())
+            row = key_row(self.unit, command, fingerprint, outcome.model_dump(mode="json"))
             inserts.insert_rows(self.unit.session, IdempotencyRow, [row])
             self.used[(command.tenant_id, key)] = row
         return outcome

@@ -40,7 +40,7 @@ def dismiss_fact(unit: Unit, command: DismissFact | Mapping[str, Any]) -> PutRes
     def apply() -> PutResult | ConflictError:
         return _dismiss(unit, command, now=unit.clock())
 
-    return idempotency.once(unit, command, apply, PutResult.from_json)
+    return idempotency.once(unit, command, apply, PutResult.repeated)
 
 
 def _dismiss(unit: Unit, command: DismissFact, *, now: datetime) -> PutResult | ConflictError:
@@ -70,7 +70,7 @@ def _dismiss(unit: Unit, command: DismissFact, *, now: datetime) -> PutResult | 
     payload = DismissPayload(fact_id=command.fact_id, now=now, reason=command.reason)
     apply_dismissal(unit, payload)
     _record(unit, command, row, now, EventKind.DISMISS, payload, command.reason)
-    return PutResult(shown, written=True)
+    return PutResult(fact=shown, written=True)
 
 
 def apply_dismissal(unit: Unit, payload: DismissPayload) -> None:

@@ -9,9 +9,9 @@ token that cannot be traced back. Ids, timestamps and the shape of the history r
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import func, select, update
 
 from pipeline.db.models import CandidateRow, ClaimRow, FactRow
@@ -28,21 +28,22 @@ from schemas.events import ForgetPayload
 from schemas.lifecycle import EventKind
 
 
-@dataclass(frozen=True)
-class ForgetResult:
-    """`files_scrubbed` (after a purge): no erased content is left in the database files; when
-    False, `sgam purge-vacuum` (`Store.vacuum`) removes what is."""
+class ForgetResult(BaseModel):
+    """`files_scrubbed` (after a purge; null without one): no erased content is left in the
+    database files; when False, `sgam purge-vacuum` (`Store.vacuum`) removes what is."""
 
-    hidden: int
+    model_config = ConfigDict(frozen=True)
+
+    hidden: int = Field(description="how many facts were hidden")
     purged: bool
-    files_scrubbed: bool | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"hidden": self.hidden, "purged": self.purged}
+    files_scrubbed: bool | None = Field(
+        default=None, description="after a purge: no erased content left in the database files"
+    )
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ForgetResult:
-        return cls(int(data["hidden"]), bool(data["purged"]))
+    def repeated(cls, stored: Mapping[str, Any]) -> ForgetResult:
+        """What a repeated idempotency key answers: the first result."""
+        return cls(hidden=int(stored["hidden"]), purged=bool(stored["purged"]))
 
 
 def forget(store: Store, command: ForgetSubject | Mapping[str, Any]) -> ForgetResult:
@@ -52,7 +53,7 @@ def forget(store: Store, command: ForgetSubject | Mapping[str, Any]) -> ForgetRe
     result = settled(store, lambda unit: forget_subject(unit, command))
     if not command.purge:
         return result
-    return replace(result, files_scrubbed=store.scrub_after_purge())
+    return result.model_copy(update={"files_scrubbed": store.scrub_after_purge()})
 
 
 def forget_subject(
@@ -84,9 +85,9 @@ def forget_subject(
             idempotency_key=command.idempotency_key,
             reason=f"{hidden} {'fact' if hidden == 1 else 'facts'} hidden",
         )
-        return ForgetResult(hidden, command.purge)
+        return ForgetResult(hidden=hidden, purged=command.purge)
 
-    return idempotency.once(unit, command, apply, ForgetResult.from_json)
+    return idempotency.once(unit, command, apply, ForgetResult.repeated)
 
 
 def apply_forget(unit: Unit, payload: ForgetPayload) -> int:

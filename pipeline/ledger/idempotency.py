@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from pipeline.db.models import IdempotencyRow
 from pipeline.db.unit import Unit
@@ -12,12 +14,7 @@ from pipeline.errors import ConflictError, IdempotencyConflict
 from pipeline.ledger.events import content_hash
 from schemas.commands import Command
 
-
-class Result(Protocol):
-    def to_json(self) -> dict[str, Any]: ...
-
-
-R = TypeVar("R", bound=Result)
+R = TypeVar("R", bound=BaseModel)  # a result, stored as its JSON form
 
 # What a purge leaves of a command hash: it cannot be traced back to the erased content.
 PURGED = "~purged"
@@ -88,5 +85,7 @@ def once(
         return load(seen.result)
     outcome = apply()
     if not isinstance(outcome, ConflictError):
-        unit.session.add(IdempotencyRow(**key_row(unit, command, fingerprint, outcome.to_json())))
+        unit.session.add(
+            IdempotencyRow(**key_row(unit, command, fingerprint, outcome.model_dump(mode="json")))
+        )
     return outcome

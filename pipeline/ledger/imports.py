@@ -9,9 +9,11 @@ stale versions, a reused idempotency key) or on time passing (an expiry that fel
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from pipeline.errors import (
     ConflictError,
@@ -26,6 +28,7 @@ from pipeline.settings import Settings
 from pipeline.validation import parse
 from schemas.catalog import Catalog
 from schemas.commands import PutFact
+from schemas.results import absent_when_none
 
 WRITTEN = "written"
 UNCHANGED = "unchanged"  # a restatement of what holds, or a repeated idempotency key
@@ -46,25 +49,18 @@ def checked_command(
     return command
 
 
-@dataclass(frozen=True)
-class ImportReceipt:
+class ImportReceipt(BaseModel):
     """What became of one line: its outcome, the fact that holds when there is one, else the
     error (`problem` is the error itself, for the exit code; it is not printed)."""
 
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
     line: int
     outcome: str
-    fact_id: str | None = None
-    version: int | None = None
-    error: str | None = None
-    problem: SgamError | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"line": self.line, "outcome": self.outcome}
-        if self.fact_id is not None:
-            data |= {"fact_id": self.fact_id, "version": self.version}
-        if self.error is not None:
-            data["error"] = self.error
-        return data
+    fact_id: str | None = Field(default=None, exclude_if=absent_when_none)
+    version: int | None = Field(default=None, exclude_if=absent_when_none)
+    error: str | None = Field(default=None, exclude_if=absent_when_none)
+    problem: SkipJsonSchema[SgamError | None] = Field(default=None, exclude=True)
 
 
 def receipt(line: int, outcome: PutOutcome) -> ImportReceipt:
@@ -73,10 +69,13 @@ def receipt(line: int, outcome: PutOutcome) -> ImportReceipt:
         return invalid_line(line, outcome)
     if isinstance(outcome, ConflictError):
         message = f"{type(outcome).__name__}: {outcome}"
-        return ImportReceipt(line, _refusal_outcome(outcome), error=message, problem=outcome)
+        return ImportReceipt(
+            line=line, outcome=_refusal_outcome(outcome), error=message, problem=outcome
+        )
     fact = outcome.fact
+    outcome_name = WRITTEN if outcome.written else UNCHANGED
     return ImportReceipt(
-        line, WRITTEN if outcome.written else UNCHANGED, fact.fact_id, fact.version
+        line=line, outcome=outcome_name, fact_id=fact.fact_id, version=fact.version
     )
 
 
@@ -84,7 +83,7 @@ def invalid_line(line: int, problem: InvalidInput) -> ImportReceipt:
     """The receipt of a line that is not a valid command; the error names the field, unless
     the whole line is at fault (not JSON, not an object)."""
     error = problem.problem if problem.field == "line" else str(problem)
-    return ImportReceipt(line, INVALID, error=error, problem=problem)
+    return ImportReceipt(line=line, outcome=INVALID, error=error, problem=problem)
 
 
 def _refusal_outcome(refusal: ConflictError) -> str:

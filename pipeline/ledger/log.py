@@ -11,7 +11,8 @@ from sqlalchemy import select
 from pipeline.db.models import EventRow
 from pipeline.db.store import Store
 from pipeline.validation import parse
-from schemas.fields import Identifier, UtcDatetime, format_utc
+from schemas.fields import Identifier, UtcDatetime
+from schemas.results import LoggedDecision
 
 EVENT_COLUMNS = [column.key for column in EventRow.__table__.columns]
 
@@ -29,8 +30,8 @@ class LogQuery(BaseModel):
     oldest_first: bool = False
 
 
-def decision_log(store: Store, query: LogQuery | Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The matching decisions as JSON-ready dicts."""
+def decision_log(store: Store, query: LogQuery | Mapping[str, Any]) -> list[LoggedDecision]:
+    """The matching decisions, oldest or newest first."""
     query = parse(LogQuery, query)
     statement = select(EventRow).where(EventRow.tenant_id == query.tenant_id)
     if query.subject is not None:
@@ -42,8 +43,4 @@ def decision_log(store: Store, query: LogQuery | Mapping[str, Any]) -> list[dict
     order = EventRow.event_id if query.oldest_first else EventRow.event_id.desc()
     with store.begin() as unit:
         rows = unit.session.scalars(statement.order_by(order).limit(query.limit)).all()
-        return [
-            {key: getattr(row, key) for key in EVENT_COLUMNS}
-            | {"occurred_at": format_utc(row.occurred_at)}
-            for row in rows
-        ]
+        return [LoggedDecision.model_validate(row) for row in rows]

@@ -48,7 +48,7 @@ def promote_fact(unit: Unit, command: PromoteFact | Mapping[str, Any]) -> PutRes
     def apply() -> PutResult | ConflictError:
         return _promote(unit, command, now=unit.clock())
 
-    return idempotency.once(unit, command, apply, PutResult.from_json)
+    return idempotency.once(unit, command, apply, PutResult.repeated)
 
 
 def _promote(unit: Unit, command: PromoteFact, *, now: datetime) -> PutResult | ConflictError:
@@ -78,7 +78,7 @@ def _promote(unit: Unit, command: PromoteFact, *, now: datetime) -> PutResult | 
             )
     promoted = current_fact(session, command.fact_id)
     assert promoted is not None
-    return PutResult(to_fact(row_values(promoted)), written=True)
+    return PutResult(fact=to_fact(row_values(promoted)), written=True)
 
 
 def _promotion_refusal(

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
@@ -14,23 +16,22 @@ from schemas.facts import Fact
 R = TypeVar("R")
 
 
-@dataclass(frozen=True)
-class PutResult:
+class PutResult(BaseModel):
     """The fact that now holds the written value at its valid_from. `written` is False when the
     ledger already said so (a restatement or a repeated idempotency key)."""
 
-    fact: Fact
-    written: bool
-    # The key's state tag right after the write (HTTP's ETag); None for a repeated
-    # idempotency key, whose first answer was stored without it.
-    state: str | None = None
+    model_config = ConfigDict(frozen=True)
 
-    def to_json(self) -> dict[str, Any]:
-        return {"fact": self.fact.model_dump(mode="json"), "written": self.written}
+    fact: Fact
+    written: bool = Field(description="false: the ledger already held this (or a retry)")
+    # The key's state tag right after the write (HTTP's ETag, not part of the JSON answer);
+    # None for a repeated idempotency key, whose first answer was stored without it.
+    state: SkipJsonSchema[str | None] = Field(default=None, exclude=True)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> PutResult:
-        return cls(Fact.model_validate(data["fact"]), written=False)
+    def repeated(cls, stored: Mapping[str, Any]) -> PutResult:
+        """What a repeated idempotency key answers: the first result, nothing written now."""
+        return cls(fact=Fact.model_validate(stored["fact"]), written=False)
 
 
 def settled(store: Store, work: Callable[[Unit], R | ConflictError]) -> R:

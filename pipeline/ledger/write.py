@@ -83,7 +83,7 @@ def judge_and_store(
         _Log(unit, claim, command).event(
             EventKind.QUARANTINE, [claim.claim_id], "untrusted source: hidden until promoted"
         )
-        return PutResult(fact, written=True, state=state_tag(state))
+        return PutResult(fact=fact, written=True, state=state_tag(state))
 
     claim = _after_earlier_claims(claim, state)
     log = _Log(unit, claim, command)
@@ -106,7 +106,7 @@ def judge_and_store(
     for change in changes:
         if change.fact_id != holder["fact_id"]:
             log.derived(EventKind.SUPERSEDE, change, claim.claim_id)
-    return PutResult(to_fact(holder), written=bool(changes), state=state_tag(state))
+    return PutResult(fact=to_fact(holder), written=bool(changes), state=state_tag(state))
 
 
 def _store(pending: PendingWrites, claim: ClaimRecord, state: SlotState) -> list[Change]:

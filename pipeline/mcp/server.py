@@ -24,7 +24,7 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
-from pydantic import BaseModel, ValidationError, create_model
+from pydantic import BaseModel, TypeAdapter, ValidationError, create_model
 
 from pipeline.access.keys import ApiKey, authenticate
 from pipeline.api.access import REFUSED, KeyCache
@@ -67,9 +67,10 @@ def build(store: Store, key_of: KeyOf) -> Server[Any]:
                 given = tool.arguments.model_validate(params.arguments or {})
             except ValidationError as exc:
                 raise invalid_field(exc.errors()[0]) from None
-            answer = await anyio.to_thread.run_sync(tool.run, store, acting(key, given), given)
+            result = await anyio.to_thread.run_sync(tool.run, store, acting(key, given), given)
         except (ApiError, SgamError) as error:
             return refused(error, params.name)
+        answer = _adapter(tool).dump_python(result, mode="json")
         structured = answer if isinstance(answer, dict) else {"result": answer}
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=json.dumps(structured))],
@@ -97,7 +98,7 @@ def described(tool: Tool) -> types.Tool:
         name=tool.name,
         description=tool.description,
         input_schema=tool.arguments.model_json_schema(),
-        output_schema=_answer_model(tool).model_json_schema(),
+        output_schema=_answer_model(tool).model_json_schema(mode="serialization"),
         annotations=types.ToolAnnotations(
             read_only_hint=tool.read_only,
             destructive_hint=tool.destructive,
@@ -105,6 +106,12 @@ def described(tool: Tool) -> types.Tool:
             open_world_hint=False,
         ),
     )
+
+
+@cache
+def _adapter(tool: Tool) -> TypeAdapter[Any]:
+    """The answer's JSON form, as REST sends it."""
+    return TypeAdapter(tool.answer)
 
 
 def _answer_model(tool: Tool) -> type[BaseModel]:

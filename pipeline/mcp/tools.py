@@ -1,7 +1,7 @@
 """The MCP tools: each one names the role it needs, the arguments it takes (a Pydantic model,
-whose JSON schema the client sees), the answer model it returns (the HTTP API's, from
-`pipeline.api.answers`) and the shared operation it runs (`pipeline.api.operations`), so a
-tool answers exactly what the matching REST call answers.
+whose JSON schema the client sees), the answer model it returns (the pipeline's result
+model, the same the HTTP API sends) and the shared operation it runs
+(`pipeline.api.operations`), so a tool answers exactly what the matching REST call answers.
 
 Every tool takes optional `tenant_id`, `agent_id` and `purpose`, as REST does: a value other
 than the key's binding is refused (scope-mismatch); for a key left open, naming an agent or a
@@ -11,20 +11,24 @@ purpose narrows the call to it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from pipeline.access.keys import ApiKey, Role
-from pipeline.api import answers, operations
+from pipeline.api import operations
 from pipeline.api.access import bind
 from pipeline.api.bodies import EpisodeBody, RememberBody, Subject
 from pipeline.db.store import Store
+from pipeline.hot_path import Remembered
+from pipeline.ledger.forget import ForgetResult
+from pipeline.read.context import Context
 from schemas.facts import Fact
 from schemas.fields import Identifier
+from schemas.results import Decided, IngestReport, SupportedCandidate
 
-Answer = dict[str, Any]
+Answer = BaseModel  # a result model; the server sends its JSON form
 SCOPE = ("tenant_id", "agent_id", "purpose")
 
 
@@ -156,7 +160,7 @@ class Tool:
     description: str
     arguments: type[Scoped]
     answer: Any  # the answer's type; a list is sent as {"result": [...]}
-    run: Callable[[Store, ApiKey, Any], Answer | list[Answer]]
+    run: Callable[[Store, ApiKey, Any], Answer | list[Fact] | list[SupportedCandidate]]
     read_only: bool = True
     destructive: bool = False
     idempotent: bool = True
@@ -166,10 +170,11 @@ def acting(key: ApiKey, arguments: Scoped) -> ApiKey:
     """The key as this call uses it: a tenant, agent or purpose other than its binding is
     refused; an agent or purpose named for an open key narrows the call to it."""
     bound = bind(key, arguments.model_dump(include=set(SCOPE), exclude_none=True))
-    return replace(key, agent_id=bound.get("agent_id"), purpose=bound.get("purpose"))
+    narrowed = {"agent_id": bound.get("agent_id"), "purpose": bound.get("purpose")}
+    return key.model_copy(update=narrowed)
 
 
-def _body(arguments: Scoped, *names: str) -> Answer:
+def _body(arguments: Scoped, *names: str) -> dict[str, Any]:
     """The arguments among `names` the caller gave."""
     return arguments.model_dump(include=set(names), exclude_none=True)
 
@@ -183,12 +188,12 @@ def _ingest(store: Store, key: ApiKey, given: IngestArguments) -> Answer:
     return operations.ingest(store, key, given.episodes, given.idempotency_key)[0]
 
 
-def _facts(store: Store, key: ApiKey, given: Any) -> list[Answer]:
+def _facts(store: Store, key: ApiKey, given: Any) -> list[Fact]:
     options = _body(given, "attribute", "at", "known_at")
     return operations.facts(store, key, given.subject, {}, **options)
 
 
-def _history(store: Store, key: ApiKey, given: Any) -> list[Answer]:
+def _history(store: Store, key: ApiKey, given: Any) -> list[Fact]:
     return operations.history(
         store, key, given.subject, given.attribute, {}, known_at=given.known_at
     )
@@ -199,7 +204,7 @@ def _context(store: Store, key: ApiKey, given: Any) -> Answer:
     return operations.context(store, key, given.subject, {}, **options)
 
 
-def _candidates(store: Store, key: ApiKey, given: Any) -> list[Answer]:
+def _candidates(store: Store, key: ApiKey, given: Any) -> list[SupportedCandidate]:
     return operations.candidates(store, key, subject=given.subject)
 
 
@@ -217,7 +222,7 @@ TOOLS: dict[str, Tool] = {
             "tells you something to keep (a preference, a date, a correction). Returns the "
             "facts written and the statements the ledger refused, with the reason.",
             RememberArguments,
-            answers.Remembered,
+            Remembered,
             _remember,
             read_only=False,
             idempotent=False,
@@ -229,7 +234,7 @@ TOOLS: dict[str, Tool] = {
             "decided now). Each episode needs subject, session_id, occurred_at and text. "
             "Returns a receipt per episode: queued, duplicate, done or failed.",
             IngestArguments,
-            answers.Ingested,
+            IngestReport,
             _ingest,
             read_only=False,
             idempotent=False,
@@ -259,7 +264,7 @@ TOOLS: dict[str, Tool] = {
             "The cited memory to put in a prompt about a subject: the most relevant facts "
             "that fit `budget_tokens`, ranked for `query`; `text` is ready to paste.",
             ContextArguments,
-            answers.Cited,
+            Context,
             _context,
         ),
         Tool(
@@ -268,7 +273,7 @@ TOOLS: dict[str, Tool] = {
             "Statements waiting in the recurrence buffer (heard, not yet believed), with how "
             "often each was heard; confirm or reject them by candidate_id.",
             CandidatesArguments,
-            list[answers.Candidate],
+            list[SupportedCandidate],
             _candidates,
         ),
         Tool(
@@ -277,7 +282,7 @@ TOOLS: dict[str, Tool] = {
             "Confirm a buffered candidate: it becomes a fact, valid from when it was first "
             "heard. Returns the fact written.",
             DecideArguments,
-            answers.Decided,
+            Decided,
             lambda store, key, given: operations.decide(store, key, "confirm", given.candidate_id),
             read_only=False,
         ),
@@ -286,7 +291,7 @@ TOOLS: dict[str, Tool] = {
             "reviewer",
             "Reject a buffered candidate for good: it will never become a fact.",
             DecideArguments,
-            answers.Decided,
+            Decided,
             lambda store, key, given: operations.decide(store, key, "reject", given.candidate_id),
             read_only=False,
         ),
@@ -296,7 +301,7 @@ TOOLS: dict[str, Tool] = {
             "Forget everything about a subject in this tenant (facts, candidates, episodes "
             "are hidden at once; the decision is logged). Use only when asked to forget.",
             ForgetArguments,
-            answers.Forgotten,
+            ForgetResult,
             _forget,
             read_only=False,
             destructive=True,

@@ -18,6 +18,7 @@ from pipeline.db.store import Store
 from pipeline.policy.apply import promotion_rule
 from pipeline.validation import parse
 from schemas.fields import format_utc
+from schemas.results import SupportedCandidate
 
 
 class Support(BaseModel):
@@ -29,7 +30,7 @@ class Support(BaseModel):
 
 
 class CandidateReview(BaseModel):
-    candidate: dict[str, Any] = Field(description="the candidate as `list_candidates` has it")
+    candidate: SupportedCandidate = Field(description="the candidate as `list_candidates` has it")
     needs_sessions: int | None = Field(description="sessions that promote it; null: confirm only")
     window_days: float | None = Field(description="within how many days; null: not catalogued")
     sessions_in_window: int = Field(description="distinct supporting sessions in the window")
@@ -47,18 +48,18 @@ def review_candidates(
     with store.begin() as unit:
         for candidate in listed[offset:]:
             supports = sorted(
-                supports_of(unit, candidate["candidate_id"]), key=lambda s: s.occurred_at
+                supports_of(unit, candidate.candidate_id), key=lambda s: s.occurred_at
             )
             texts = {
                 episode_id: text
                 for episode_id, text in unit.session.execute(
                     select(EpisodeRow.episode_id, EpisodeRow.text).where(
-                        EpisodeRow.tenant_id == candidate["tenant_id"],
+                        EpisodeRow.tenant_id == candidate.tenant_id,
                         EpisodeRow.episode_id.in_([s.episode_id for s in supports]),
                     )
                 )
             }
-            rule = promotion_rule(unit, candidate["attribute"])
+            rule = promotion_rule(unit, candidate.attribute)
             window = rule.window if rule is not None else None
             reviews.append(
                 CandidateReview(

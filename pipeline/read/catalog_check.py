@@ -2,28 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
-
 from sqlalchemy import select
 
 from pipeline.db.models import FactRow
 from pipeline.db.store import Store
 from schemas.catalog import AttributeSpec
 from schemas.facts import FactStatus
-
-
-@dataclass(frozen=True)
-class CatalogProblem:
-    fact_id: str
-    tenant_id: str
-    subject: str
-    attribute: str
-    schema_version: str
-    problem: str
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+from schemas.results import CatalogProblem
 
 
 def check_catalog(store: Store) -> list[CatalogProblem]:
@@ -48,12 +33,12 @@ def check_catalog(store: Store) -> list[CatalogProblem]:
             if problem is not None:
                 problems.append(
                     CatalogProblem(
-                        row.fact_id,
-                        row.tenant_id,
-                        row.subject,
-                        row.attribute,
-                        row.schema_version,
-                        problem,
+                        fact_id=row.fact_id,
+                        tenant_id=row.tenant_id,
+                        subject=row.subject,
+                        attribute=row.attribute,
+                        schema_version=row.schema_version,
+                        problem=problem,
                     )
                 )
     return problems

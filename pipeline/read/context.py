@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 from pipeline.db.store import Store
 from pipeline.read.facts import SubjectQuery, get
@@ -58,6 +58,7 @@ class Context(BaseModel):
     items: list[ContextItem]
     skipped: list[ContextItem] = Field(description="ranked candidates that did not fit")
 
+    @computed_field(description="the items joined as a model would be given them")  # type: ignore[prop-decorator]
     @property
     def text(self) -> str:
         return _joined(self.items)

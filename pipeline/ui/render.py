@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode
@@ -19,6 +20,7 @@ from pipeline.api.problems import Forbidden
 from pipeline.db.store import Store
 from pipeline.ui import sessions
 from pipeline.ui.sessions import Signer
+from schemas.fields import format_utc
 
 HERE = Path(__file__).parent
 templates = Jinja2Templates(
@@ -118,8 +120,10 @@ def page_link(request: Request, number: int) -> str:
     return f"{request.url.path}?{urlencode(query)}"
 
 
-def when(stamp: str | None) -> str:
-    """An RFC 3339 UTC stamp as people read it: to the second, with its zone."""
+def when(stamp: datetime | str | None) -> str:
+    """An instant (or its RFC 3339 UTC stamp) as people read it: to the second, with its zone."""
+    if isinstance(stamp, datetime):
+        stamp = format_utc(stamp)
     return "" if stamp is None else stamp[:19].replace("T", " ") + " UTC"
 
 

@@ -98,7 +98,7 @@ async def decide(request: Request, candidate_id: str, verb: str) -> Response:
     candidate_id = identifier("candidate_id", candidate_id)
 
     def work() -> str:
-        return str(operations.decide(store, key, verb, candidate_id)["status"])  # type: ignore[arg-type]
+        return str(operations.decide(store, key, verb, candidate_id).status)  # type: ignore[arg-type]
 
     status = await run_in_threadpool(work)
     return render.back_to("/ui/candidates", done=f"candidate {candidate_id} {status}")

@@ -93,7 +93,7 @@ async def forget(request: Request, subject: str) -> Response:
         return render.back_to(f"/ui/subjects/{quote(subject, safe='')}/forget", mismatch="1")
     result = await run_in_threadpool(operations.forget, render.store_of(request), key, subject)
     return render.back_to(
-        "/ui/subjects", subject=subject, done=f"{subject} forgotten ({result['hidden']} hidden)"
+        "/ui/subjects", subject=subject, done=f"{subject} forgotten ({result.hidden} hidden)"
     )
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import pipeline
 from pipeline.db.store import Store
+from schemas.results import StoredCandidate
 
 TENANT = "acme"
 
@@ -27,10 +28,10 @@ def holds(store: Store, attribute: str, **when: str) -> Any:
     return found[0].value if found else None
 
 
-def candidates(store: Store, status: str | None = "buffered") -> list[dict[str, Any]]:
+def candidates(store: Store, status: str | None = "buffered") -> list[StoredCandidate]:
     return pipeline.list_candidates(store, {"tenant_id": TENANT, "status": status})
 
 
 def kinds(store: Store, episode_id: str) -> list[str]:
     shown = pipeline.show_episode(store, TENANT, episode_id)
-    return [decision["kind"] for decision in shown["decisions"]]
+    return [decision.kind for decision in shown.decisions]

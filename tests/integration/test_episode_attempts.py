@@ -23,6 +23,7 @@ from pipeline.policy.decide import Lane
 from pipeline.settings import Settings
 from schemas.extraction import MemoryUpdate, Usage
 from schemas.intake import EpisodeIn
+from schemas.results import EpisodeDetail
 from tests.integration.pipeline_helpers import TENANT, episode, holds
 
 NOW = datetime.now(UTC)
@@ -63,7 +64,7 @@ def _lose_the_claim(store: Store, episode_id: str, **columns: Any) -> None:
         )
 
 
-def _row(store: Store, episode_id: str) -> dict[str, Any]:
+def _row(store: Store, episode_id: str) -> EpisodeDetail:
     return pipeline.show_episode(store, TENANT, episode_id)
 
 
@@ -84,11 +85,11 @@ def test_a_lost_attempt_does_not_spend_the_budget_of_failed_ones(model_store: St
 
     # Two attempts taken, one lost and one failed: the failed budget (2) is not spent yet.
     shown = _row(model_store, "e-lost")
-    assert (outcome.status, shown["attempts"], shown["lost_attempts"]) == ("pending", 2, 1)
+    assert (outcome.status, shown.attempts, shown.lost_attempts) == ("pending", 2, 1)
     (outcome,) = process_episodes(model_store, [(TENANT, "e-lost")], llm=llm).values()
     shown = _row(model_store, "e-lost")
-    assert (outcome.status, shown["attempts"], shown["lost_attempts"]) == ("failed", 3, 1)
-    assert shown["last_error"].startswith("LlmUnavailable")
+    assert (outcome.status, shown.attempts, shown.lost_attempts) == ("failed", 3, 1)
+    assert shown.last_error.startswith("LlmUnavailable")
     assert endpoint.refused == 2  # the lost attempt sent nothing of this process's
 
 
@@ -104,14 +105,14 @@ def test_an_episode_whose_attempts_were_all_lost_is_redriven_by_consolidation(
 
     assert process_episodes(store, [(TENANT, receipt.episode_id)]) == {}
     failed = _row(store, receipt.episode_id)
-    assert (failed["status"], failed["lost_attempts"]) == ("failed", budget)
-    assert failed["last_error"] == f"gave up after {budget} attempts that did not finish"
+    assert (failed.status, failed.lost_attempts) == ("failed", budget)
+    assert failed.last_error == f"gave up after {budget} attempts that did not finish"
 
     report = pipeline.consolidate(store, {})
 
     assert report.counts["redriven"] == 1
     done = _row(store, receipt.episode_id)
-    assert (done["status"], done["attempts"], done["lost_attempts"]) == ("done", 1, 0)
+    assert (done.status, done.attempts, done.lost_attempts) == ("done", 1, 0)
     assert holds(store, "home_city") == "Lisbon"
 
 
@@ -134,7 +135,7 @@ def test_a_deferred_hot_path_statement_keeps_the_users_trust(
     )
     assert said.deferred
     waiting = _row(model_store, said.episode_id)
-    assert (waiting["status"], waiting["lane"], waiting["deferred"]) == (
+    assert (waiting.status, waiting.lane, waiting.deferred) == (
         "pending",
         "background",
         True,

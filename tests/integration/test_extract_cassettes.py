@@ -18,12 +18,19 @@ from pipeline.errors import LlmAnswerInvalid, LlmFailure
 from pipeline.extract import extract
 from pipeline.extract.guards import normalise_text
 from pipeline.extract.llm import LlmClient
-from pipeline.extract.prompting import PROMPT_NAME, render_messages
+from pipeline.extract.prompting import render_messages
 from pipeline.extract.result import ExtractionResult
 from schemas.episodes import Episode
 from schemas.extraction import Extraction, RejectReason, response_model
 from schemas.facts import Trust
-from tests.integration.cassettes import MODEL, answers, cassette, recorded_tokens, settings
+from tests.integration.cassettes import (
+    MODEL,
+    RECORDED_PROMPT,
+    answers,
+    cassette,
+    recorded_tokens,
+    settings,
+)
 from tests.unit.extract_helpers import catalog, episode
 
 
@@ -56,7 +63,7 @@ def assert_usage(outcome: Outcome, played: Any) -> None:
     assert (usage.extractor, usage.model, usage.prompt_version) == (
         f"llm:{MODEL}",
         MODEL,
-        PROMPT_NAME,
+        RECORDED_PROMPT,
     )
 
 
@@ -107,7 +114,7 @@ def test_one_call_when_the_first_answer_validates(request: pytest.FixtureRequest
         result = assert_extracted(run(the_episode), played)
     assert (result.usage.attempts, result.usage.invalid_answers) == (1, 0)
     sent = json.loads(played.requests[0].body)
-    assert sent["messages"] == render_messages(the_episode, catalog(), {})
+    assert sent["messages"] == render_messages(the_episode, catalog(), {}, prompt=RECORDED_PROMPT)
     assert sent["tool_choice"]["function"]["name"] == "Extraction"
     schema = sent["tools"][0]["function"]["parameters"]
     attribute = schema["$defs"]["MemoryUpdate"]["properties"]["attribute"]
@@ -189,10 +196,10 @@ def picky(refusals: int) -> type[Extraction]:
 
 
 def ask(model: type[Extraction]) -> Extraction | LlmFailure:
-    messages = render_messages(episode("My plan is pro."), catalog(), {})
+    messages = render_messages(episode("My plan is pro."), catalog(), {}, prompt=RECORDED_PROMPT)
     with LlmClient(settings()) as client:
         try:
-            answer, _ = client.ask(messages, model, prompt_version=PROMPT_NAME)
+            answer, _ = client.ask(messages, model, prompt_version=RECORDED_PROMPT)
         except LlmFailure as failure:
             return failure
     return answer

@@ -164,10 +164,10 @@ def test_forget_hides_every_fact_about_the_subject_from_every_read(
         for event in decision_log(
             store, {"tenant_id": TENANT, "subject": "mira", "oldest_first": True}
         )
-        if event["kind"] == "forget"
+        if event.kind == "forget"
     ]
     assert len(forgets) == 1
-    assert forgets[0]["reason"] == f"{result.hidden} facts hidden"
+    assert forgets[0].reason == f"{result.hidden} facts hidden"
 
     # A forgotten quarantined fact cannot be promoted back into view.
     with pytest.raises(NotFound):
@@ -181,7 +181,9 @@ def test_forget_hides_every_fact_about_the_subject_from_every_read(
 
     # Idempotent: a second forget hides nothing more and changes no row.
     state = ledger(store)
-    assert forget(store, {"tenant_id": TENANT, "subject": "mira"}) == ForgetResult(0, False)
+    assert forget(store, {"tenant_id": TENANT, "subject": "mira"}) == ForgetResult(
+        hidden=0, purged=False
+    )
     assert ledger(store) == state
     assert is_empty(every_read(store, "mira", known_at=known_before))
 
@@ -195,16 +197,18 @@ def test_forget_hides_every_fact_about_the_subject_from_every_read(
     assert (now.fact_id, now.value, now.valid_to) == (fresh.fact.fact_id, "Lisbon", None)
     (timeline,) = pipeline.history(store, {"tenant_id": TENANT, "subject": "mira"})
     assert timeline.fact_id == fresh.fact.fact_id
-    assert forget(store, {"tenant_id": TENANT, "subject": "mira"}) == ForgetResult(1, False)
+    assert forget(store, {"tenant_id": TENANT, "subject": "mira"}) == ForgetResult(
+        hidden=1, purged=False
+    )
 
 
 def test_forget_with_an_idempotency_key_returns_the_first_result(clocked_store: Store) -> None:
     put(clocked_store, "mira", "home_city", "Berlin", JAN)
     put(clocked_store, "mira", "languages", "de", JAN)
     command = {"tenant_id": TENANT, "subject": "mira", "idempotency_key": "forget-mira-1"}
-    assert forget(clocked_store, command) == ForgetResult(2, False)
+    assert forget(clocked_store, command) == ForgetResult(hidden=2, purged=False)
     events = decision_log(clocked_store, {"tenant_id": TENANT, "oldest_first": True})
-    assert forget(clocked_store, command) == ForgetResult(2, False)
+    assert forget(clocked_store, command) == ForgetResult(hidden=2, purged=False)
     assert decision_log(clocked_store, {"tenant_id": TENANT, "oldest_first": True}) == events
     with pytest.raises(pipeline.IdempotencyConflict):
         forget(clocked_store, command | {"purge": True})
@@ -296,7 +300,7 @@ def test_purge_erases_all_content_about_the_subject_and_keeps_audit_metadata(
     events_before = decision_log(
         store, {"tenant_id": TENANT, "subject": subject, "limit": 1000, "oldest_first": True}
     )
-    assert {event["kind"] for event in events_before} >= {
+    assert {event.kind for event in events_before} >= {
         "write",
         "supersede",
         "restate",
@@ -351,21 +355,21 @@ def test_purge_erases_all_content_about_the_subject_and_keeps_audit_metadata(
     events_after = decision_log(
         store, {"tenant_id": TENANT, "subject": subject, "limit": 1000, "oldest_first": True}
     )
-    assert [e["event_id"] for e in events_after[:-1]] == [e["event_id"] for e in events_before]
-    assert events_after[-1]["kind"] == "purge"
+    assert [e.event_id for e in events_after[:-1]] == [e.event_id for e in events_before]
+    assert events_after[-1].kind == "purge"
     for old, new in zip(events_before, events_after, strict=False):
-        assert (new["kind"], new["fact_ids"], new["occurred_at"]) == (
-            old["kind"],
-            old["fact_ids"],
-            old["occurred_at"],
+        assert (new.kind, new.fact_ids, new.occurred_at) == (
+            old.kind,
+            old.fact_ids,
+            old.occurred_at,
         )
         # The hash of an event is recomputed over what is left of its payload.
-        assert (new["content_hash"] == old["content_hash"]) == (new["command"] == old["command"])
-        if old["command"] and old["command"].get("op") == "put":
-            claim = new["command"]["claim"]
+        assert (new.content_hash == old.content_hash) == (new.command == old.command)
+        if old.command and old.command.get("op") == "put":
+            claim = new.command["claim"]
             assert claim["value"] is None
             assert claim["evidence"] is None
-            assert claim["claim_id"] == old["command"]["claim"]["claim_id"]
+            assert claim["claim_id"] == old.command["claim"]["claim_id"]
             assert claim["value_hash"].startswith("~")
 
     # Nothing is readable and a repeated purge is a no-op.
@@ -377,7 +381,9 @@ def test_purge_erases_all_content_about_the_subject_and_keeps_audit_metadata(
 def test_purge_after_a_plain_forget_still_erases(clocked_store: Store) -> None:
     mark = f"PURGE-ME-{uuid.uuid4().hex[:12]}"
     put(clocked_store, "mira", "home_city", f"{mark}-city", JAN, evidence=f"{mark}-ev")
-    assert forget(clocked_store, {"tenant_id": TENANT, "subject": "mira"}) == ForgetResult(1, False)
+    assert forget(clocked_store, {"tenant_id": TENANT, "subject": "mira"}) == ForgetResult(
+        hidden=1, purged=False
+    )
     # A tombstone hides, it does not erase.
     assert occurrences(clocked_store, mark)
     purged = forget(clocked_store, {"tenant_id": TENANT, "subject": "mira", "purge": True})
@@ -399,7 +405,7 @@ def test_cli_forget_prints_json(
 
     assert cli.run(["forget", "--tenant", TENANT, "--subject", "mira", "--json"]) == 0
     out, err = capsys.readouterr()
-    assert json.loads(out) == {"hidden": 2, "purged": False}
+    assert json.loads(out) == {"hidden": 2, "purged": False, "files_scrubbed": None}
     assert err == ""
     assert pipeline.get(store, {"tenant_id": TENANT, "subject": "mira"}) == []
     assert len(pipeline.get(store, {"tenant_id": TENANT, "subject": "jonas"})) == 1

@@ -82,7 +82,7 @@ def test_quarantine_promote_forget_roundtrip(sgam: Callable[..., tuple[int, Any,
 
     assert sgam("forget", "--tenant", "acme", "--subject", "mira", "--json")[:2] == (
         0,
-        {"hidden": 1, "purged": False},
+        {"hidden": 1, "purged": False, "files_scrubbed": None},
     )
     assert sgam("get", "--tenant", "acme", "--subject", "mira")[:2] == (1, [])
     assert sgam("context", "--tenant", "acme", "--subject", "mira")[0] == 1

@@ -45,7 +45,7 @@ def _store(database_url: str, stub: Any, **settings: Any) -> Store:
 
 def _statuses(store: Store) -> dict[str, str]:
     listed = pipeline.list_episodes(store, {"tenant_id": TENANT})
-    return {row["episode_id"]: row["status"] for row in listed}
+    return {row.episode_id: row.status for row in listed}
 
 
 def test_a_batch_has_every_call_in_flight_at_once(database_url: str, stub: Any) -> None:
@@ -102,7 +102,7 @@ def test_the_lease_is_renewed_while_the_calls_are_out(database_url: str, stub: A
     try:
         pipeline.ingest(store, [episode(TEXT.format(0), "2026-06-01T09:00:00Z", "s1")])
         (row,) = pipeline.list_episodes(store, {"tenant_id": TENANT})
-        key = (TENANT, row["episode_id"])
+        key = (TENANT, row.episode_id)
         with store.begin() as unit:  # the claim of a worker still waiting on the model
             held = unit.session.get(EpisodeRow, key)
             assert held is not None

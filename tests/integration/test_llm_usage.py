@@ -45,7 +45,7 @@ def _ingest(store: Store, days: list[str], tenant: str = TENANT) -> None:
 def _spent(store: Store, tenant: str) -> tuple[int, int, int]:
     """Attempts, prompt and completion tokens as the episodes recorded them."""
     shown = [
-        pipeline.show_episode(store, tenant, row["episode_id"])["usage"]
+        pipeline.show_episode(store, tenant, row.episode_id).usage
         for row in pipeline.list_episodes(store, {"tenant_id": tenant})
     ]
     return (

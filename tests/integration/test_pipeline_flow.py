@@ -25,11 +25,11 @@ def test_an_explicit_statement_becomes_a_fact_with_its_provenance(store: Store) 
     assert fact.evidence == text
     assert fact.trust.value == "inferred"  # a chat message, read by the background lane
     shown = pipeline.show_episode(store, TENANT, receipt.episode_id)
-    assert (shown["status"], shown["extractor"], shown["attempts"]) == ("done", "rules", 1)
-    assert [f["fact_id"] for f in shown["facts"]] == [fact.fact_id]
-    decisions = {d["kind"]: d for d in shown["decisions"]}
+    assert (shown.status, shown.extractor, shown.attempts) == ("done", "rules", 1)
+    assert [f.fact_id for f in shown.facts] == [fact.fact_id]
+    decisions = {d.kind: d for d in shown.decisions}
     assert set(decisions) == {"write", "episode_processed"}
-    assert all(d["episode_id"] == receipt.episode_id for d in shown["decisions"])
+    assert all(d.episode_id == receipt.episode_id for d in shown.decisions)
 
 
 def test_a_preference_waits_for_a_second_session_then_holds_from_the_first(
@@ -41,7 +41,7 @@ def test_a_preference_waits_for_a_second_session_then_holds_from_the_first(
     )
     assert holds(store, "answer_style") is None
     (waiting,) = candidates(store)
-    assert (waiting["value"], waiting["support"]) == ("concise", 1)
+    assert (waiting.value, waiting.support) == ("concise", 1)
     before_promotion = clock.now
 
     clock.set(clock.now + timedelta(hours=1))
@@ -49,7 +49,7 @@ def test_a_preference_waits_for_a_second_session_then_holds_from_the_first(
 
     assert candidates(store) == []
     (promoted,) = candidates(store, "promoted")
-    assert promoted["support"] == 2
+    assert promoted.support == 2
     (fact,) = pipeline.get(
         store, {"tenant_id": TENANT, "subject": "mira", "attribute": "answer_style"}
     )
@@ -68,7 +68,7 @@ def test_a_second_session_outside_the_window_does_not_promote(store: Store) -> N
 
     assert holds(store, "answer_style") is None
     (waiting,) = candidates(store)
-    assert waiting["support"] == 2  # two sessions, 59 days apart: the window is 30
+    assert waiting.support == 2  # two sessions, 59 days apart: the window is 30
 
 
 def test_the_same_session_twice_is_one_session(store: Store) -> None:
@@ -77,23 +77,21 @@ def test_the_same_session_twice_is_one_session(store: Store) -> None:
             store, episode("I prefer concise answers.", f"2026-06-01T09:{minute}:00Z", "s1")
         )
     assert holds(store, "answer_style") is None
-    assert candidates(store)[0]["support"] == 1
+    assert candidates(store)[0].support == 1
 
 
 def test_confirmation_promotes_a_candidate_that_waits_for_it(store: Store) -> None:
     pipeline.ingest(store, episode("My contact channel is email.", "2026-06-01T09:00:00Z", "s1"))
     (waiting,) = candidates(store)
 
-    confirmed = pipeline.confirm(
-        store, {"tenant_id": TENANT, "candidate_id": waiting["candidate_id"]}
-    )
+    confirmed = pipeline.confirm(store, {"tenant_id": TENANT, "candidate_id": waiting.candidate_id})
 
     assert confirmed.status == "confirmed"
     assert confirmed.fact is not None
-    assert confirmed.fact.fact.trust.value == "user_confirmed"
+    assert confirmed.fact.trust.value == "user_confirmed"
     assert holds(store, "contact_channel") == "email"
     with pytest.raises(pipeline.NotBuffered):
-        pipeline.reject(store, {"tenant_id": TENANT, "candidate_id": waiting["candidate_id"]})
+        pipeline.reject(store, {"tenant_id": TENANT, "candidate_id": waiting.candidate_id})
 
 
 def test_rejection_drops_a_candidate(store: Store) -> None:
@@ -101,9 +99,7 @@ def test_rejection_drops_a_candidate(store: Store) -> None:
     (waiting,) = candidates(store)
 
     assert (
-        pipeline.reject(
-            store, {"tenant_id": TENANT, "candidate_id": waiting["candidate_id"]}
-        ).status
+        pipeline.reject(store, {"tenant_id": TENANT, "candidate_id": waiting.candidate_id}).status
         == "rejected"
     )
 
@@ -121,9 +117,9 @@ def test_a_contradicting_value_from_a_later_session_resets_the_older_candidate(
     # Each later session reset the other value's support: concise by s2, detailed by s3, so
     # concise starts again from one session and nothing holds.
     assert holds(store, "answer_style") is None
-    assert [c["value"] for c in candidates(store, "reset")] == ["concise", "detailed"]
+    assert [c.value for c in candidates(store, "reset")] == ["concise", "detailed"]
     (waiting,) = candidates(store)
-    assert (waiting["value"], waiting["support"]) == ("concise", 1)
+    assert (waiting.value, waiting.support) == ("concise", 1)
 
 
 def test_a_correction_supersedes(store: Store) -> None:
@@ -256,9 +252,9 @@ def test_tenants_never_see_each_others_episodes_and_candidates(store: Store) -> 
     with pytest.raises(pipeline.NotFound):
         pipeline.show_episode(store, "globex", receipt.episode_id)
     with pytest.raises(pipeline.NotFound):
-        pipeline.confirm(store, {"tenant_id": "globex", "candidate_id": waiting["candidate_id"]})
+        pipeline.confirm(store, {"tenant_id": "globex", "candidate_id": waiting.candidate_id})
     with pytest.raises(pipeline.NotFound):
-        pipeline.reject(store, {"tenant_id": "globex", "candidate_id": waiting["candidate_id"]})
+        pipeline.reject(store, {"tenant_id": "globex", "candidate_id": waiting.candidate_id})
     assert pipeline.list_candidates(store, {"tenant_id": "globex"}) == []
     assert pipeline.list_episodes(store, {"tenant_id": "globex"}) == []
     assert pipeline.retry(store, tenant_id="globex")[0] == []
@@ -287,5 +283,5 @@ def test_an_episode_whose_every_attempt_was_lost_ends_failed(store: Store) -> No
     assert process_episodes(store, [(TENANT, receipt.episode_id)]) == {}
 
     shown = pipeline.show_episode(store, TENANT, receipt.episode_id)
-    assert shown["status"] == "failed"
-    assert shown["last_error"] == "gave up after 3 attempts that did not finish"
+    assert shown.status == "failed"
+    assert shown.last_error == "gave up after 3 attempts that did not finish"

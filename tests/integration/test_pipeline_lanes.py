@@ -26,7 +26,7 @@ def test_the_hot_path_writes_with_the_users_trust_at_once(store: Store) -> None:
     assert (fact.value, fact.trust.value, said.deferred) == ("Lisbon", "user_confirmed", False)
     assert fact.source_episode_id == said.episode_id
     shown = pipeline.show_episode(store, TENANT, said.episode_id)
-    assert (shown["lane"], shown["status"]) == ("hot", "done")
+    assert (shown.lane, shown.status) == ("hot", "done")
 
 
 def test_the_hot_path_bypasses_the_buffer_and_confirms_what_waits_there(store: Store) -> None:
@@ -39,8 +39,8 @@ def test_the_hot_path_bypasses_the_buffer_and_confirms_what_waits_there(store: S
     assert fact.trust.value == "user_confirmed"
     assert fact.valid_from == datetime(2026, 6, 1, 9, tzinfo=UTC)  # from the first time said
     (confirmed,) = candidates(store, "confirmed")
-    assert (confirmed["candidate_id"], confirmed["fact_id"]) == (
-        waiting["candidate_id"],
+    assert (confirmed.candidate_id, confirmed.fact_id) == (
+        waiting.candidate_id,
         fact.fact_id,
     )
 
@@ -67,7 +67,7 @@ def test_a_hot_path_conflict_is_reported_with_the_facts_involved(store: Store) -
     assert said.facts == []
     (conflict,) = said.conflicts
     assert isinstance(conflict, pipeline.FactConflict)
-    assert said.rejected[0]["reason"] == "FactConflict"
+    assert said.rejected[0].reason == "FactConflict"
     assert holds(store, "home_city") == "Lisbon"
 
 
@@ -83,13 +83,11 @@ def test_consolidation_expires_stale_candidates_and_is_idempotent(
     second = pipeline.consolidate(store, {"now": now})
 
     assert first.counts["expired_candidates"] == 1  # concise: no support for 30 days
-    assert [c["attribute"] for c in candidates(store)] == ["contact_channel"]
+    assert [c.attribute for c in candidates(store)] == ["contact_channel"]
     assert second.counts == dict.fromkeys(second.counts, 0)
     assert (first.recorded, second.recorded) == (True, False)
     reports = [
-        e
-        for e in pipeline.decision_log(store, {"tenant_id": TENANT})
-        if e["kind"] == "consolidation"
+        e for e in pipeline.decision_log(store, {"tenant_id": TENANT}) if e.kind == "consolidation"
     ]
     assert reports == []  # an all-tenants run is logged without a tenant
     with pytest.raises(pipeline.InvalidInput):
@@ -139,9 +137,9 @@ def test_purge_erases_episode_texts_and_candidate_evidence(store: Store) -> None
     pipeline.forget(store, {"tenant_id": TENANT, "subject": "mira", "purge": True})
 
     with pytest.raises(pipeline.NotFound):  # nothing of a forgotten subject is shown
-        pipeline.show_episode(store, TENANT, episode_row["episode_id"])
+        pipeline.show_episode(store, TENANT, episode_row.episode_id)
     with store.begin() as unit:  # and what is stored is erased
-        row = unit.session.get(EpisodeRow, (TENANT, episode_row["episode_id"]))
+        row = unit.session.get(EpisodeRow, (TENANT, episode_row.episode_id))
         assert row is not None
         assert (row.text, row.meta) == (None, None)
     assert pipeline.list_candidates(store, {"tenant_id": TENANT, "status": None}) == []
@@ -162,7 +160,7 @@ def test_replay_rebuilds_the_buffer_and_copies_the_episodes(
         )
         pipeline.ingest(source, episode("I prefer concise answers.", "2026-06-09T09:00:00Z", "s2"))
         (waiting,) = candidates(source)
-        pipeline.reject(source, {"tenant_id": TENANT, "candidate_id": waiting["candidate_id"]})
+        pipeline.reject(source, {"tenant_id": TENANT, "candidate_id": waiting.candidate_id})
 
         pipeline.replay(source, target)
 

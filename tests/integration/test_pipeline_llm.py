@@ -14,8 +14,7 @@ import pytest
 import pipeline
 from pipeline.db.store import Store, open_store
 from pipeline.extract.llm import LlmClient
-from pipeline.extract.prompting import PROMPT_NAME
-from tests.integration.cassettes import MODEL, cassette, recorded_tokens
+from tests.integration.cassettes import MODEL, RECORDED_PROMPT, cassette, recorded_tokens
 from tests.integration.cassettes import settings as llm_settings
 from tests.integration.pipeline_helpers import TENANT, episode
 
@@ -58,13 +57,13 @@ def llm_store(tmp_path: Path) -> Iterator[Store]:
 
 def _assert_done_by_the_model(store: Store, episode_id: str, played: object) -> None:
     shown = pipeline.show_episode(store, TENANT, episode_id)
-    assert (shown["status"], shown["extractor"]) == ("done", f"llm:{MODEL}")
-    assert shown["prompt_version"] == PROMPT_NAME
-    usage = shown["usage"]
+    assert (shown.status, shown.extractor) == ("done", f"llm:{MODEL}")
+    assert shown.prompt_version == RECORDED_PROMPT
+    usage = shown.usage
     assert (usage["prompt_tokens"], usage["completion_tokens"]) == recorded_tokens(played)
-    assert shown["decisions"], "at least the episode's own record"
-    for decision in shown["decisions"]:
-        assert (decision["episode_id"], decision["prompt_version"]) == (episode_id, PROMPT_NAME)
+    assert shown.decisions, "at least the episode's own record"
+    for decision in shown.decisions:
+        assert (decision.episode_id, decision.prompt_version) == (episode_id, RECORDED_PROMPT)
 
 
 def test_failed_episodes_say_why_and_retry_completes_them(
@@ -83,7 +82,7 @@ def test_failed_episodes_say_why_and_retry_completes_them(
     assert receipt.error.startswith("LlmUnavailable")
     assert switch.refused == 2  # SGAM_EPISODE_MAX_ATTEMPTS attempts, then failed for good
     failed = pipeline.show_episode(llm_store, TENANT, receipt.episode_id)
-    assert (failed["status"], failed["attempts"]) == ("failed", 2)
+    assert (failed.status, failed.attempts) == ("failed", 2)
 
     switch.down = False
     with cassette(request) as played:
@@ -109,7 +108,7 @@ def test_the_hot_path_defers_when_the_model_fails_and_the_sweeper_completes_it(
 
     assert (said.deferred, said.facts) == (True, [])
     waiting = pipeline.show_episode(llm_store, TENANT, said.episode_id)
-    assert (waiting["status"], waiting["lane"]) == ("pending", "background")
+    assert (waiting.status, waiting.lane) == ("pending", "background")
 
     switch.down = False
     later = datetime.now(UTC) + timedelta(seconds=llm_store.settings.sweep_grace_s + 1)

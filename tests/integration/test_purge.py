@@ -79,7 +79,7 @@ def _every_string(store: Store) -> set[str]:
     return found
 
 
-def _candidate_hashes(events_before: list[dict[str, Any]]) -> set[str]:
+def _candidate_hashes(events_before: list[pipeline.LoggedDecision]) -> set[str]:
     """What an attacker could compute for each candidate value: the value's hash, the hash of
     each keyed command with that value, and each logged decision's hash with that value."""
     candidates: set[str] = set()
@@ -91,13 +91,13 @@ def _candidate_hashes(events_before: list[dict[str, Any]]) -> set[str]:
             del fields["idempotency_key"]
             candidates.update(_hash(fields | {"value": value}) for value in domain)
     for event in events_before:
-        claim = (event["command"] or {}).get("claim")
+        claim = (event.command or {}).get("claim")
         if claim is None:
             continue
         for value in DOMAINS[claim["attribute"]]:
             guessed = claim | {"value": value, "value_hash": _hash(value)}
-            digest = {"decision": event["kind"], "fact_ids": event["fact_ids"]}
-            candidates.add(_hash(digest | {"command": event["command"] | {"claim": guessed}}))
+            digest = {"decision": event.kind, "fact_ids": event.fact_ids}
+            candidates.add(_hash(digest | {"command": event.command | {"claim": guessed}}))
     return candidates
 
 

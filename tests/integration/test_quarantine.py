@@ -181,7 +181,7 @@ def test_a_dismissed_fact_is_hidden_for_good_and_logged(store: Store) -> None:
     assert again.fact.fact_id == fact_id
     assert _events(store) == ["write", "quarantine", "dismiss"]
     log = pipeline.decision_log(store, {"tenant_id": "acme", "subject": "mira"})
-    assert (log[0]["kind"], log[0]["actor"], log[0]["reason"]) == ("dismiss", "k1", "spam")
+    assert (log[0].kind, log[0].actor, log[0].reason) == ("dismiss", "k1", "spam")
 
 
 def test_only_quarantined_facts_can_be_dismissed_and_not_across_tenants(store: Store) -> None:

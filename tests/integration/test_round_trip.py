@@ -44,11 +44,11 @@ def check_episode_stored(store: Store, sent: dict[str, Any]) -> None:
     assert stored == expected
     assert offset == 7200, "the sender's offset is kept for its relative dates"
     shown = pipeline.show_episode(store, sent["tenant_id"], sent["episode_id"])
-    assert {name: shown[name] for name in sent if name != "occurred_at"} == {
+    assert {name: getattr(shown, name) for name in sent if name != "occurred_at"} == {
         name: value for name, value in sent.items() if name != "occurred_at"
     }
     listed = pipeline.list_episodes(store, {"tenant_id": sent["tenant_id"]})
-    assert [episode["metadata"] for episode in listed] == [sent["metadata"]]
+    assert [episode.metadata for episode in listed] == [sent["metadata"]]
 
 
 def check_put_stored(store: Store, sent: dict[str, Any]) -> None:

@@ -419,8 +419,7 @@ def test_forget_in_one_tenant_leaves_other_tenants_alone(store: Store) -> None:
     )
     assert sorted(found.value for found in reviewer) == ["Paris", "concise"]
     assert [
-        event["kind"]
-        for event in decision_log(store, {"tenant_id": "globex", "oldest_first": True})
+        event.kind for event in decision_log(store, {"tenant_id": "globex", "oldest_first": True})
     ] == [
         "write",
         "write",
@@ -437,10 +436,10 @@ def test_idempotency_keys_and_the_log_are_per_tenant(store: Store) -> None:
     assert second.fact.fact_id != first.fact.fact_id
     assert (second.fact.tenant_id, second.fact.value) == ("globex", "Paris")
     assert [
-        event["tenant_id"]
+        event.tenant_id
         for event in decision_log(store, {"tenant_id": "acme", "oldest_first": True})
     ] == ["acme"]
     assert [
-        event["tenant_id"]
+        event.tenant_id
         for event in decision_log(store, {"tenant_id": "globex", "oldest_first": True})
     ] == ["globex"]

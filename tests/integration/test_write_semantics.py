@@ -608,9 +608,9 @@ def test_a_restatement_holds_from_its_own_time_once_a_correction_cuts_its_fact(
     (event,) = [
         event
         for event in pipeline.decision_log(clocked_store, {"tenant_id": "acme"})
-        if event["fact_ids"] == [surfaced.fact_id] and event["kind"] == "supersede"
+        if event.fact_ids == [surfaced.fact_id] and event.kind == "supersede"
     ]
-    assert event["reason"] == (
+    assert event.reason == (
         "an earlier restatement now holds on its own from 2026-06-10T00:00:00Z: "
         f"fact {correction.fact.fact_id} changed the value before it"
     )

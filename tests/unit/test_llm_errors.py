@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx2
@@ -15,6 +16,7 @@ from pipeline.cli.errors import exit_code
 from pipeline.errors import LlmAnswerInvalid, LlmRequestRejected, LlmUnavailable, RetryableError
 from pipeline.extract import extract
 from pipeline.extract.llm import LlmClient
+from pipeline.extract.protocol import Turn
 from pipeline.extract.result import ExtractionResult
 from pipeline.settings import Settings
 from schemas.extraction import MAX_UPDATES, RejectReason, Usage
@@ -109,7 +111,7 @@ def test_the_happy_path_is_one_call() -> None:
     assert (usage.extractor, usage.model, usage.prompt_version) == (
         "llm:test-model",
         "test-model",
-        "extract/v1",
+        "extract/v2",
     )
     request = endpoint.requests[0]
     assert request["model"] == "test-model"
@@ -320,3 +322,35 @@ def test_an_unreachable_endpoint_is_llm_unavailable() -> None:
         extract(episode(TEXT), catalog=catalog(), settings=settings, llm=llm)
     assert raised.value.attempts == 2
     assert raised.value.last_error.startswith("ConnectError")
+
+
+def test_the_prompt_sent_carries_the_conversation_and_its_version() -> None:
+    """What reaches the endpoint (here one that fails, so no answer is needed): extract/v2 with
+    the earlier turns as context only, and the prompt's name on the usage."""
+    endpoint = Endpoint([error(503)])
+    llm = endpoint.client(llm_max_attempts=1)
+    earlier = [Turn("Tom", datetime(2026, 6, 3, 9, 59, tzinfo=UTC), "Did you move?")]
+    with pytest.raises(LlmUnavailable) as raised:
+        extract(
+            episode("Yes, since March."),
+            catalog=catalog(),
+            settings=llm.settings,
+            llm=llm,
+            earlier=earlier,
+        )
+    (sent,) = endpoint.requests
+    user = sent["messages"][1]["content"]
+    assert "- Tom (2026-06-03T09:59:00+00:00): Did you move?" in user
+    assert user.endswith("Yes, since March.")
+    assert raised.value.usage.prompt_version == "extract/v2"
+    pinned = Endpoint([error(503)])
+    old = pinned.client(llm_max_attempts=1, llm_prompt="extract/v1")
+    with pytest.raises(LlmUnavailable) as raised:
+        extract(episode("Yes."), catalog=catalog(), settings=old.settings, llm=old, earlier=earlier)
+    assert "Did you move?" not in json.dumps(pinned.requests[0]["messages"])
+    assert raised.value.usage.prompt_version == "extract/v1"
+
+
+def test_an_unknown_prompt_is_refused_at_start() -> None:
+    with pytest.raises(ValueError, match="must be one of extract/v1, extract/v2"):
+        Settings(_env_file=None, llm_prompt="extract/v9")  # type: ignore[call-arg]

@@ -3,13 +3,17 @@ static part first (a cacheable prefix) and the episode last."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from jinja2 import UndefinedError
 
 import prompts
+from pipeline.episodes.conversation import within_cap
 from pipeline.extract.prompting import PROMPT_NAME, render_messages, shown_values
+from pipeline.extract.protocol import Turn
+from pipeline.read.context import estimate_tokens
 from schemas.extraction import Extraction, MemoryUpdate, response_model
 from tests.unit.extract_helpers import catalog, episode
 
@@ -34,6 +38,9 @@ SAMPLES: dict[str, dict[str, Any]] = {
         "occurred_at": "2026-06-03T10:00:00+00:00",
         "weekday": "Wednesday",
         "text": "I moved to Lisbon.",
+        "earlier": [
+            {"speaker": "Tom", "occurred_at": "2026-06-03T09:59:00+00:00", "text": "Where to?"}
+        ],
     }
 }
 
@@ -108,3 +115,36 @@ def test_the_response_model_names_only_catalogued_attributes_in_sgr_order() -> N
     assert update_schema["properties"]["attribute"]["enum"] == list(catalog().attributes)
     assert all(p.get("description") for p in update_schema["properties"].values())
     assert response_model(catalog()) is model  # built once per catalogue
+
+
+EARLIER = [
+    Turn("Tom", datetime(2026, 6, 3, 9, 58, tzinfo=UTC), "Did you move in the end?"),
+    Turn("mira", datetime(2026, 6, 3, 9, 59, tzinfo=UTC), "We did!"),
+]
+
+
+def test_earlier_turns_come_before_the_episode_marked_as_context_only() -> None:
+    alone = render_messages(episode("Yes, since March."), catalog(), {})
+    told = render_messages(episode("Yes, since March."), catalog(), {}, EARLIER)
+    assert told[0] == alone[0]  # the static prefix does not depend on the conversation
+    assert "context only" in told[0]["content"]
+    assert "never quote them" in told[0]["content"]
+    user = told[1]["content"]
+    assert "Earlier in the conversation (context only, oldest first):" in user
+    shown = [
+        "- Tom (2026-06-03T09:58:00+00:00): Did you move in the end?",
+        "- mira (2026-06-03T09:59:00+00:00): We did!",
+    ]
+    assert user.index(shown[0]) < user.index(shown[1]) < user.index("Episode (")
+    assert user.endswith("Yes, since March.")
+    assert "Earlier in the conversation" not in alone[1]["content"]  # no empty section
+
+
+def test_a_long_conversation_is_cut_to_the_token_cap_latest_first() -> None:
+    at = datetime(2026, 6, 3, 9, 0, tzinfo=UTC)
+    latest_first = [Turn("a", at, "x" * 40), Turn("b", at, "y" * 40), Turn("c", at, "z" * 40)]
+    assert [t.speaker for t in within_cap(latest_first, 20)] == ["b", "a"]  # 10 tokens each
+    (cut,) = within_cap([Turn("a", at, "w" * 400)], 20)  # alone longer than the cap
+    assert cut.text.startswith("…")
+    assert estimate_tokens(cut.text) <= 20
+    assert within_cap(latest_first, 0) == []

@@ -88,7 +88,18 @@ def test_an_attribute_never_recorded_draws_nothing() -> None:
 
 
 def key(key_id: str = "0123456789abcdef") -> ApiKey:
-    return ApiKey(key_id, "sgam_01234567", "acme", "reviewer", None, None, None, NOW, None, None)
+    return ApiKey(
+        key_id=key_id,
+        prefix="sgam_01234567",
+        tenant_id="acme",
+        role="reviewer",
+        agent_id=None,
+        purpose=None,
+        name=None,
+        created_at=NOW,
+        expires_at=None,
+        revoked_at=None,
+    )
 
 
 def test_a_session_names_its_key_and_refuses_tampering_and_expiry() -> None:

@@ -13,18 +13,19 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 import pipeline
-from pipeline.api import answers, operations
+from pipeline.api import operations
 from pipeline.api.access import Reader, Writer, bind
 from pipeline.api.bodies import RememberBody
 from pipeline.api.conventions import (
     IdempotencyHeader,
     Opened,
     identifier,
-    json_bytes,
 )
 from pipeline.api.problems import MalformedRequest
 from pipeline.api.routes.owned import require_owned
-from schemas.lifecycle import EpisodeStatus, ReceiptStatus
+from pipeline.hot_path import Remembered
+from schemas.lifecycle import EpisodeStatus
+from schemas.results import EpisodeDetail, IngestReport, Retried, StoredEpisode
 
 router = APIRouter(prefix="/v1", tags=["episodes"])
 
@@ -39,7 +40,8 @@ _BATCH_SCHEMA = {
 @router.post(
     "/episodes",
     summary="Store episodes (one or a batch) and hand them to the workers",
-    responses={200: {"model": answers.Ingested}, 202: {"model": answers.Ingested}},
+    response_model=IngestReport,
+    responses={200: {"model": IngestReport, "description": "processed here, or duplicates"}},
     status_code=202,
     openapi_extra={
         "requestBody": {
@@ -49,8 +51,12 @@ _BATCH_SCHEMA = {
     },
 )
 async def post_episodes(
-    request: Request, key: Writer, store: Opened, idempotency: IdempotencyHeader = None
-) -> Response:
+    request: Request,
+    response: Response,
+    key: Writer,
+    store: Opened,
+    idempotency: IdempotencyHeader = None,
+) -> IngestReport:
     """One episode object or a list of them. All are checked first: one invalid episode
     stores nothing (422 naming each by index). With Idempotency-Key, a batch's episodes get
     the keys `KEY:1`, `KEY:2`, ... so a retried request stores nothing twice. 202 when the
@@ -62,29 +68,29 @@ async def post_episodes(
         raise MalformedRequest(f"the body is not JSON: {error}") from None
     except RecursionError:  # the parser's own limit; the pipeline refuses more than 64 levels
         raise MalformedRequest("the body is not JSON: it is nested too deeply") from None
-    answer, queued = await run_in_threadpool(operations.ingest, store, key, sent, idempotency)
-    return json_bytes(json.dumps(answer).encode(), 202 if queued else 200)
+    report, queued = await run_in_threadpool(operations.ingest, store, key, sent, idempotency)
+    response.status_code = 202 if queued else 200
+    return report
 
 
 @router.post(
     "/remember",
     summary="Remember an explicit statement now (the hot path)",
-    responses={200: {"model": answers.Remembered}},
+    response_model=Remembered,
 )
 def remember(
     body: RememberBody, key: Writer, store: Opened, idempotency: IdempotencyHeader = None
-) -> Response:
+) -> Remembered:
     """The same answer as `sgam remember --json`; a write the ledger refused is listed under
     `rejected` with the reason (FactConflict, TrustRejected). Retrying with the same
     Idempotency-Key answers what the first request wrote."""
-    answer = operations.remember(store, key, body.model_dump(exclude_unset=True), idempotency)
-    return json_bytes(json.dumps(answer).encode())
+    return operations.remember(store, key, body.model_dump(exclude_unset=True), idempotency)
 
 
 @router.get(
     "/episodes",
     summary="A tenant's episodes with their states",
-    responses={200: {"model": list[answers.Episode]}},
+    response_model=list[StoredEpisode],
 )
 def list_episodes(
     key: Reader,
@@ -93,22 +99,21 @@ def list_episodes(
     session_id: str | None = None,
     subject: str | None = None,
     limit: int = 100,
-) -> Response:
+) -> list[StoredEpisode]:
     query = bind(key, {}) | {"status": status, "session_id": session_id, "subject": subject}
     query["limit"] = limit
-    found = pipeline.list_episodes(store, {k: v for k, v in query.items() if v is not None})
-    return json_bytes(json.dumps(found).encode())
+    return pipeline.list_episodes(store, {k: v for k, v in query.items() if v is not None})
 
 
 @router.get(
     "/episodes/{episode_id}",
     summary="An episode, its candidates, the decisions taken for it and its facts",
-    responses={200: {"model": answers.EpisodeShown}},
+    response_model=EpisodeDetail,
 )
-def get_episode(episode_id: str, key: Reader, store: Opened) -> Response:
+def get_episode(episode_id: str, key: Reader, store: Opened) -> EpisodeDetail:
     episode_id = identifier("episode_id", episode_id)
     require_owned(store, key, "episode", episode_id)
-    shown = pipeline.show_episode(
+    return pipeline.show_episode(
         store,
         key.tenant_id,
         episode_id,
@@ -116,19 +121,15 @@ def get_episode(episode_id: str, key: Reader, store: Opened) -> Response:
         purpose=key.purpose,
         reviewer=key.allows("reviewer"),
     )
-    return json_bytes(json.dumps(shown).encode())
 
 
 @router.post(
     "/episodes/{episode_id}/retry",
     summary="A failed episode back to work",
-    responses={200: {"model": answers.Retried}},
+    response_model=Retried,
 )
-def retry_episode(episode_id: str, key: Writer, store: Opened) -> Response:
+def retry_episode(episode_id: str, key: Writer, store: Opened) -> Retried:
     """409 when the episode is not failed."""
     episode_id = identifier("episode_id", episode_id)
     require_owned(store, key, "episode", episode_id)
-    driven = pipeline.retry_episode(store, key.tenant_id, episode_id)
-    outcome = driven.outcomes.get((key.tenant_id, episode_id))
-    status = outcome.status if outcome is not None else ReceiptStatus.QUEUED
-    return json_bytes(json.dumps({"episode_id": episode_id, "status": status}).encode())
+    return pipeline.retry_episode(store, key.tenant_id, episode_id)

@@ -7,14 +7,13 @@ write to the key since then makes it 412. Promote's If-Match is the quarantined 
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
 
 import pipeline
-from pipeline.api import answers, operations
+from pipeline.api import operations
 from pipeline.api.access import Reader, Reviewer, Writer, bind
 from pipeline.api.bodies import PutBody
 from pipeline.api.conventions import (
@@ -27,9 +26,10 @@ from pipeline.api.conventions import (
     given,
     idempotency_key,
     identifier,
-    json_bytes,
 )
 from pipeline.api.routes.owned import require_owned
+from pipeline.ledger.results import PutResult
+from pipeline.read.context import Context
 from schemas.facts import Cardinality, Fact
 
 router = APIRouter(prefix="/v1", tags=["facts"])
@@ -50,16 +50,18 @@ Scope = Annotated[dict[str, str], Depends(scope_query)]
 @router.put(
     "/facts",
     summary="Write a fact (the ledger's put)",
-    responses={200: {"model": answers.Written}, 201: {"model": answers.Written}},
+    response_model=PutResult,
+    responses={200: {"model": PutResult, "description": "the ledger already held it"}},
     status_code=201,
 )
 def put_fact(
     body: PutBody,
+    response: Response,
     key: Writer,
     store: Opened,
     idempotency: IdempotencyHeader = None,
     if_match: IfMatchHeader = None,
-) -> Response:
+) -> PutResult:
     """201 with the new fact; 200 when the ledger already held the value (a restatement, or
     a retry with the same Idempotency-Key). If-Match: the key's ETag as read; the answer's
     ETag is the key's state after the write."""
@@ -67,23 +69,22 @@ def put_fact(
     fields = idempotency_key(idempotency, fields)
     fields["expected_state"] = expected_state(if_match)
     result = pipeline.put(store, fields)
-    status = 201 if result.written else 200
-    payload = answers.Written(fact=result.fact, written=result.written)
-    headers = {}
+    response.status_code = 201 if result.written else 200
     if result.state is not None:
-        headers["ETag"] = etag(result.state)
+        response.headers["ETag"] = etag(result.state)
     elif result.fact.cardinality is Cardinality.ONE:  # a repeated key: read the state now
-        headers["ETag"] = etag(operations.state_tag(store, result.fact))
-    return json_bytes(payload.model_dump_json().encode(), status, headers)
+        response.headers["ETag"] = etag(operations.state_tag(store, result.fact))
+    return result
 
 
 @router.get(
     "/subjects/{subject}/facts",
     summary="What holds for a subject at a valid time, as believed at a known time",
-    responses={200: {"model": list[Fact]}},
+    response_model=list[Fact],
 )
 def get_facts(
     subject: str,
+    response: Response,
     key: Reader,
     store: Opened,
     named: Scope,
@@ -91,7 +92,7 @@ def get_facts(
     at: Text = None,
     known_at: Text = None,
     include_quarantined: bool = False,
-) -> Response:
+) -> list[Fact]:
     """With a single-valued `attribute` (and no `known_at`), the ETag names the key's state
     (`"0"`: nothing held), to send in If-Match. `include_quarantined` needs the reviewer
     role."""
@@ -105,18 +106,17 @@ def get_facts(
         known_at=known_at,
         include_quarantined=include_quarantined,
     )
-    headers = {}
     spec = store.catalog.attributes.get(attribute) if attribute is not None else None
     single = spec is not None and spec.cardinality is Cardinality.ONE
     if attribute is not None and single and known_at is None:
-        headers["ETag"] = etag(operations.read_tag(store, key, subject, attribute, named))
-    return json_bytes(json.dumps(found).encode(), headers=headers)
+        response.headers["ETag"] = etag(operations.read_tag(store, key, subject, attribute, named))
+    return found
 
 
 @router.get(
     "/subjects/{subject}/attributes/{attribute}/history",
     summary="Every interval of an attribute, or every row version ever recorded",
-    responses={200: {"model": list[Fact]}},
+    response_model=list[Fact],
 )
 def get_history(
     subject: str,
@@ -126,17 +126,16 @@ def get_history(
     named: Scope,
     known_at: Text = None,
     versions: bool = False,
-) -> Response:
-    timeline = operations.history(
+) -> list[Fact]:
+    return operations.history(
         store, key, subject, attribute, named, known_at=known_at, versions=versions
     )
-    return json_bytes(json.dumps(timeline).encode())
 
 
 @router.get(
     "/subjects/{subject}/context",
     summary="The smallest cited context about a subject that fits a token budget",
-    responses={200: {"model": answers.Cited}},
+    response_model=Context,
 )
 def get_context(
     subject: str,
@@ -145,26 +144,24 @@ def get_context(
     named: Scope,
     query: Text = None,
     budget_tokens: Text = None,
-) -> Response:
+) -> Context:
     """`text` joins the items as a model would be given them."""
-    answer = operations.context(
-        store, key, subject, named, query=query, budget_tokens=budget_tokens
-    )
-    return json_bytes(json.dumps(answer).encode())
+    return operations.context(store, key, subject, named, query=query, budget_tokens=budget_tokens)
 
 
 @router.post(
     "/facts/{fact_id}/promote",
     summary="Release a quarantined fact",
-    responses={200: {"model": answers.Written}},
+    response_model=PutResult,
 )
 def promote_fact(
     fact_id: str,
+    response: Response,
     key: Reviewer,
     store: Opened,
     idempotency: IdempotencyHeader = None,
     if_match: IfMatchHeader = None,
-) -> Response:
+) -> PutResult:
     """If-Match names the quarantined fact's version (its ETag); a stale one is 412."""
     fact_id = identifier("fact_id", fact_id)
     require_owned(store, key, "fact", fact_id)
@@ -174,7 +171,5 @@ def promote_fact(
     )
     fields["expected_version"] = expected_version(if_match)
     result = pipeline.promote(store, fields)
-    payload = answers.Written(fact=result.fact, written=result.written)
-    return json_bytes(
-        payload.model_dump_json().encode(), headers={"ETag": etag(result.fact.version)}
-    )
+    response.headers["ETag"] = etag(result.fact.version)
+    return result

@@ -3,18 +3,12 @@ with `purge`, its content is erased too."""
 
 from __future__ import annotations
 
-import json
-
 from fastapi import APIRouter
-from fastapi.responses import Response
 
-from pipeline.api import answers, operations
+from pipeline.api import operations
 from pipeline.api.access import Admin
-from pipeline.api.conventions import (
-    IdempotencyHeader,
-    Opened,
-    json_bytes,
-)
+from pipeline.api.conventions import IdempotencyHeader, Opened
+from pipeline.ledger.forget import ForgetResult
 
 router = APIRouter(prefix="/v1", tags=["subjects"])
 
@@ -22,7 +16,7 @@ router = APIRouter(prefix="/v1", tags=["subjects"])
 @router.delete(
     "/subjects/{subject}",
     summary="Forget a subject (admin); ?purge=true also erases its content",
-    responses={200: {"model": answers.Forgotten}},
+    response_model=ForgetResult,
 )
 def forget(
     subject: str,
@@ -30,7 +24,6 @@ def forget(
     store: Opened,
     purge: bool = False,
     idempotency: IdempotencyHeader = None,
-) -> Response:
+) -> ForgetResult:
     """Forgetting spans every agent and purpose of the tenant, so a key bound to one may not."""
-    answer = operations.forget(store, key, subject, purge=purge, idempotency=idempotency)
-    return json_bytes(json.dumps(answer).encode())
+    return operations.forget(store, key, subject, purge=purge, idempotency=idempotency)

@@ -1,0 +1,83 @@
+"""Client round trips per operation: put and the plain INSERT (new key, supersede), get and the
+raw SELECT, counted from a libpq trace of separate, untimed connections."""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+
+import psycopg
+from plain_sql import RAW_CURRENT, WRITE_ATTRIBUTE, PlainWrite, raw_select
+from psycopg import pq
+from scratch_databases import libpq_url
+from sqlalchemy import event
+from write_runs import WRITE_BASE, PutWrite
+
+from pipeline import Settings, Store, get
+
+
+class RoundTrips:
+    """Counts client requests (simple Query and extended-protocol Sync messages) with PQtrace."""
+
+    _REQUEST = re.compile(r"^F\t\d+\t(Query|Sync)\b", re.MULTILINE)
+
+    def __init__(self) -> None:
+        self.file = tempfile.NamedTemporaryFile("w+", suffix=".pqtrace")  # noqa: SIM115
+
+    def attach(self, pgconn: pq.abc.PGconn) -> None:
+        pgconn.trace(self.file.fileno())
+        pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
+
+    def attach_store(self, store: Store) -> None:
+        event.listen(store.engine, "connect", lambda dbapi, _record: self.attach(dbapi.pgconn))
+
+    def count(self) -> int:
+        """Requests traced so far."""
+        self.file.flush()
+        return len(self._REQUEST.findall(Path(self.file.name).read_text(errors="replace")))
+
+    def per_call(self, call: Callable[[int], object], times: int = 20) -> float:
+        """Mean requests per call of `call`, after as many untimed calls to warm up."""
+        for i in range(times):  # warm: connect, prepare statements
+            call(i)
+        before = self.count()
+        for i in range(times, 2 * times):
+            call(i)
+        return (self.count() - before) / times
+
+
+def count_round_trips(url: str) -> dict[str, float]:
+    """Client requests per operation, from a libpq trace of a separate, untimed connection."""
+    store = Store(Settings(database_url=url))
+    trips = RoundTrips()
+    trips.attach_store(store)
+    conn = psycopg.connect(libpq_url(url))
+    trips_plain = RoundTrips()
+    trips_plain.attach(conn.pgconn)
+    put_write, plain_write = PutWrite(store), PlainWrite(conn, store.catalog, batched=False)
+    figures: dict[str, float] = {}
+    for mode, write, counter in (("put", put_write, trips), ("plain", plain_write, trips_plain)):
+        figures[f"{mode} new key"] = counter.per_call(
+            lambda i, w=write, m=mode: w(f"bench-trips-{m}", f"s{i}", "x", WRITE_BASE)
+        )
+        figures[f"{mode} supersede"] = counter.per_call(
+            lambda i, w=write, m=mode: w(
+                f"bench-trips-{m}", "one", f"v{i}", WRITE_BASE + timedelta(days=i + 1)
+            )
+        )
+    query = {"tenant_id": "bench-trips-put", "subject": "one", "attribute": WRITE_ATTRIBUTE}
+    figures["get"] = trips.per_call(lambda _i: get(store, query))
+    raw = psycopg.connect(libpq_url(url), autocommit=True)
+    trips_raw = RoundTrips()
+    trips_raw.attach(raw.pgconn)
+    params = {"tenant": query["tenant_id"], "subject": "one", "attribute": WRITE_ATTRIBUTE}
+    figures["raw SELECT"] = trips_raw.per_call(
+        lambda _i: raw_select(raw, RAW_CURRENT, params | {"at": None})
+    )
+    raw.close()
+    conn.close()
+    store.dispose()
+    return figures
