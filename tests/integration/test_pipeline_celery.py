@@ -181,7 +181,7 @@ def test_episodes_lost_by_the_broker_are_swept_back(
     pipeline.ingest(producer, _episodes(300))
     assert episode_counts(celery_url) == {"pending": 300}
 
-    flush_redis(everything=True)  # the broker loses every message (it keeps nothing on disk)
+    flush_redis()  # the broker loses every message (it keeps nothing on disk)
     celery.worker()
     celery.beat()
 
