@@ -44,7 +44,7 @@ from typing import Any
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 import redis  # noqa: E402
-from environment import describe, machine_load  # noqa: E402
+from environment import describe, machine_load, use_support_catalog  # noqa: E402
 from figures import percentile  # noqa: E402
 
 import pipeline  # noqa: E402
@@ -335,6 +335,7 @@ def main() -> None:
     )
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
+    use_support_catalog()
 
     fresh_database(args.url)
     redis.Redis.from_url(args.redis).flushdb()

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from environment import describe, machine_load
+from environment import describe, machine_load, use_support_catalog
 from scratch_databases import create_if_missing
 
 BIN = Path(sys.executable).parent
@@ -42,6 +42,7 @@ def main() -> None:
         "--postgres", default="postgresql+psycopg://postgres@127.0.0.1:5432/sgam_bench_cold"
     )
     args = parser.parse_args()
+    use_support_catalog()
     sgam = str(BIN / "sgam")
     get = [sgam, "get", "--tenant", "acme", "--subject", "mira"]
     create_if_missing(args.postgres)

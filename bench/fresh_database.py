@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import psycopg
-from environment import describe, machine_load
+from environment import describe, machine_load, use_support_catalog
 from scratch_databases import drop, libpq_url, recreate
 from sqlalchemy import event
 
@@ -202,6 +202,7 @@ def main() -> None:
     parser.add_argument("--no-analyze", action="store_true", help="leave the new tables unanalysed")
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
     args = parser.parse_args()
+    use_support_catalog()
     if args.facts < 3 * args.block:
         sys.exit("--facts must be at least 3 blocks: a warm-up, a first and a last")
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())

@@ -25,7 +25,7 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from environment import describe
+from environment import describe, use_support_catalog
 from figures import print_table
 from ledger_import import report_import
 from ledger_reads import report_reads
@@ -112,6 +112,7 @@ def report_cpu(reads: dict[str, float], writes: dict[str, dict[str, float]]) -> 
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the whole benchmark and print its tables."""
     args = parse_args(argv)
+    use_support_catalog()
     started = time.perf_counter()
     print(f"SGAM ledger benchmark, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {make_url(args.url)}")
     recreate_database(args.url)

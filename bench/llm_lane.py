@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from environment import describe, machine_load
+from environment import describe, machine_load, use_support_catalog
 from figures import percentile
 from pipeline_flow import LOCOMO, done_count, latencies_ms, locomo_lines, open_store_migrated
 from scratch_databases import recreate
@@ -246,6 +246,7 @@ def main() -> None:
     parser.add_argument("--code", type=Path, default=ROOT, help="the checkout whose workers run")
     parser.add_argument("--label", default="", help="prefix of each run's name")
     args = parser.parse_args()
+    use_support_catalog()
     lines = locomo_lines(args.locomo)
     stamp = f"{datetime.now(UTC):%Y-%m-%d %H:%M}"
     described = subprocess.run(

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from environment import describe, machine_load
+from environment import describe, machine_load, use_support_catalog
 from figures import percentile
 from scratch_databases import recreate
 from sqlalchemy import create_engine, func, select
@@ -209,6 +209,7 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=300, help="offered episodes/s (steady runs)")
     parser.add_argument("--locomo", type=Path, default=LOCOMO)
     args = parser.parse_args()
+    use_support_catalog()
     lines = locomo_lines(args.locomo)
     stamp = f"{datetime.now(UTC):%Y-%m-%d %H:%M}"
     print(f"SGAM pipeline benchmark, {stamp} UTC, {len(lines)} LoCoMo turns")

@@ -16,7 +16,7 @@ import random
 import time
 from datetime import UTC, datetime, timedelta
 
-from environment import describe, machine_load
+from environment import describe, machine_load, use_support_catalog
 from sqlalchemy import create_engine, func, make_url, select, text
 
 import pipeline
@@ -92,6 +92,7 @@ def main() -> None:
     parser.add_argument("--url", default=DEFAULT_URL)
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
+    use_support_catalog()
 
     source = fresh(args.url)
     for line in describe(args.url):
