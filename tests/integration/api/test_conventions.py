@@ -313,8 +313,15 @@ def test_not_ready_while_the_broker_is_down(
 def test_several_processes_share_the_rate_limit_and_sum_their_metrics(
     api_database: str, tmp_path: Path, store: Store, tenant: str
 ) -> None:
+    # One token a minute: however slow the machine, the 14 requests see the burst of 10 and
+    # almost no refill, while two unshared buckets would let all 14 through.
     two = start_server(
-        api_database, tmp_path, "--workers", "2", SGAM_API_RATE_PER_S="1", SGAM_API_RATE_BURST="10"
+        api_database,
+        tmp_path,
+        "--workers",
+        "2",
+        SGAM_API_RATE_PER_S=str(1 / 60),
+        SGAM_API_RATE_BURST="10",
     )
     try:
         secret = create_key(store, {"tenant_id": tenant, "role": "reader"})[1]
