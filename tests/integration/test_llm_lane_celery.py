@@ -17,7 +17,7 @@ import pytest
 import pipeline
 from pipeline.db.store import Store, open_store
 from pipeline.settings import Settings
-from tests.databases import create_database, empty_database
+from tests.databases import empty_database
 from tests.integration.celery_helpers import (
     REDIS_URL,
     Celery,
@@ -28,7 +28,7 @@ from tests.integration.celery_helpers import (
     worker_env,
 )
 from tests.integration.pipeline_helpers import TENANT
-from tests.integration.server_helpers import free_port
+from tests.integration.server_helpers import free_port, migrated_database
 from tests.integration.stub_llm import StubServer
 
 pytestmark = [pytest.mark.postgres, pytest.mark.celery, pytest.mark.slow]
@@ -36,15 +36,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.celery, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def lane_url(postgres_url: str) -> str:
-    from sqlalchemy import make_url
-
-    url = make_url(postgres_url)
-    url = url.set(database=f"{url.database}_llm_lane").render_as_string(hide_password=False)
-    create_database(url)
-    migrated = Store(Settings(database_url=url))
-    migrated.upgrade()
-    migrated.dispose()
-    return url
+    return migrated_database(postgres_url, "llm_lane")
 
 
 @pytest.fixture
