@@ -8,19 +8,15 @@ Tests share one server per module and keep apart by tenant: every test makes its
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 import redis
 
-from pipeline.access.keys import create_key
 from pipeline.db.store import Store, open_store
 from pipeline.settings import Settings
 from tests.integration.server_helpers import (
     REDIS_URL,
-    Keys,
     Server,
     migrated_database,
     start_server,
@@ -52,19 +48,3 @@ def store(api_database: str) -> Iterator[Store]:
     opened = open_store(Settings(database_url=api_database))
     yield opened
     opened.dispose()
-
-
-@pytest.fixture
-def tenant() -> str:
-    return f"t-{uuid.uuid4().hex[:12]}"
-
-
-@pytest.fixture
-def keys(store: Store, tenant: str) -> Keys:
-    """`keys("writer")`: the secret of a new key of the test's tenant with that role."""
-
-    def make(role: str, **options: Any) -> str:
-        fields = {"tenant_id": options.pop("tenant_id", tenant), "role": role} | options
-        return create_key(store, fields)[1]
-
-    return make

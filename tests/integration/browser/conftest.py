@@ -8,19 +8,15 @@ where it ended in SGAM_TEST_SCREENSHOTS (`build/screenshots`).
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page
 
-from pipeline.access.keys import create_key
 from pipeline.db.store import Store, open_store
 from pipeline.settings import Settings
 from tests.integration.browser_helpers import chromium, screenshot
 from tests.integration.server_helpers import (
-    Keys,
     Server,
     migrated_database,
     start_server,
@@ -56,22 +52,6 @@ def store(ui_database: str) -> Iterator[Store]:
     opened = open_store(Settings(database_url=ui_database))
     yield opened
     opened.dispose()
-
-
-@pytest.fixture
-def tenant() -> str:
-    return f"t-{uuid.uuid4().hex[:12]}"
-
-
-@pytest.fixture
-def keys(store: Store, tenant: str) -> Keys:
-    """`keys("reviewer")`: the secret of a new key of the test's tenant with that role."""
-
-    def make(role: str, **options: Any) -> str:
-        fields = {"tenant_id": options.pop("tenant_id", tenant), "role": role} | options
-        return create_key(store, fields)[1]
-
-    return make
 
 
 @pytest.fixture
