@@ -63,7 +63,15 @@ def list_candidates(
             statement = statement.where(column == wanted)
     if query.status is not None:
         statement = statement.where(CandidateRow.status == query.status)
-    statement = statement.order_by(CandidateRow.created_at).limit(query.limit)
+    # Oldest evidence first, with ties broken by the slot and value, so the listing does not
+    # depend on which worker happened to buffer a candidate first.
+    statement = statement.order_by(
+        CandidateRow.first_seen_at,
+        CandidateRow.subject,
+        CandidateRow.attribute,
+        CandidateRow.value_hash,
+        CandidateRow.candidate_id,
+    ).limit(query.limit)
     with store.begin() as unit:
         rows = list(unit.session.scalars(statement))
         supports: dict[str, list[SupportRecord]] = {row.candidate_id: [] for row in rows}
