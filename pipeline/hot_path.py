@@ -19,7 +19,7 @@ from pydantic.json_schema import SkipJsonSchema
 from sqlalchemy import or_, select
 
 from pipeline.db.inserts import check_columns
-from pipeline.db.models import EPISODES, EpisodeRow, FactRow
+from pipeline.db.models import EPISODES, EpisodeRow, FactRow, IdempotencyRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.episodes.drive import drive
@@ -36,6 +36,15 @@ from pipeline.extract.backends import RULES
 from pipeline.extract.choose import model
 from pipeline.extract.llm import LlmClient
 from pipeline.extract.result import ExtractionResult
+from pipeline.ledger.idempotency import (
+    PURGED,
+    Fingerprint,
+    check_repeat,
+    forgotten,
+    keep,
+    subject_forgotten_since,
+    used_keys,
+)
 from pipeline.policy.apply import ACTOR, Decision, Provenance
 from pipeline.policy.decide import Lane, episode_trust
 from pipeline.validation import parse
@@ -83,12 +92,20 @@ class Remembered(BaseModel):
         default=False, description="the model was slow or failed: the workers take over"
     )
     conflicts: SkipJsonSchema[list[ConflictError]] = Field(default_factory=list, exclude=True)
+    # A repeated request's answer: the first one's, nothing written now (HTTP's
+    # Idempotent-Replayed; not part of the JSON answer).
+    replayed: SkipJsonSchema[bool] = Field(default=False, exclude=True)
 
 
 def remember(
     store: Store, request: RememberIn | Mapping[str, Any], *, llm: LlmClient | None = None
 ) -> Remembered:
     request = parse(RememberIn, request)
+    if request.idempotency_key is not None:
+        # A repeat answers before anything is extracted (checked again under the key's lock).
+        earlier = store.run(lambda unit: _answered(unit, request))
+        if earlier is not None:
+            return earlier
     now = store.clock()
     claimed = _claimed(request, now)
     row = read_row(
@@ -105,25 +122,69 @@ def remember(
     fallback = model(store.settings, llm)
     if found.kept or fallback is None:
         # The common case, one transaction: the episode, done, with every decision it caused.
-        decided = store.run(lambda unit: _store_decided(unit, row, claimed, found))
+        decided = store.run(lambda unit: _store_decided(unit, request, row, claimed, found))
         if decided is None:
             return _earlier(store, request, claimed.key[1])
-        return _answer(claimed.key[1], found, decided)
+        return decided
     # The rules found nothing and a model is configured: commit the episode first, so that
     # a slow or failing model loses nothing.
     # Under a lease like any claim: should this process die while the model thinks, the
     # sweeper finds the episode once the lease has run out and a worker finishes it.
     leased = row | {"lease_until": now + timedelta(seconds=store.settings.episode_lease_s)}
-    if not store.run(lambda unit: _insert(unit, leased)):
+    inserted = store.run(lambda unit: _answered(unit, request) or _insert(unit, leased))
+    if isinstance(inserted, Remembered):
+        return inserted
+    if not inserted:
         return _earlier(store, request, claimed.key[1])
     seconds = store.settings.hot_path_deadline_ms / 1000
     result = run_extraction(store, claimed.episode, fallback.within(seconds))
     if isinstance(result, LlmFailure):
-        return _defer(store, claimed)
+        return _kept(store, request, _defer(store, claimed))
     if not isinstance(result, ExtractionResult):
         raise result
     outcome = store.run(lambda unit: finish(unit, [claimed], {claimed.key: result}))[claimed.key]
-    return _answer(claimed.key[1], result, outcome.decisions)
+    return _kept(store, request, _answer(claimed.key[1], result, outcome.decisions))
+
+
+def _fingerprint(request: RememberIn) -> Fingerprint:
+    return Fingerprint.of(request, kind="remember")
+
+
+def _answered(unit: Unit, request: RememberIn) -> Remembered | None:
+    """The first answer of a repeated key (under the key's lock, held to the end of the
+    transaction), or None for a key not used before. IdempotencyConflict when the key was
+    used for another request: another text, scope or subject, or another endpoint."""
+    key = request.idempotency_key
+    if key is None:
+        return None
+    seen = used_keys(unit, [(request.tenant_id, key)]).get((request.tenant_id, key))
+    if seen is None:
+        return None
+    check_repeat(vars(seen), _fingerprint(request), key)
+    return _replayed(unit, request, seen)
+
+
+def _replayed(unit: Unit, request: RememberIn, seen: IdempotencyRow) -> Remembered:
+    """The first answer again — less what was forgotten since: a forgotten or dismissed fact,
+    and after a forget of the subject every value its statements named."""
+    first = dict(seen.result)
+    if seen.command_hash == PURGED or subject_forgotten_since(
+        unit.session, request.tenant_id, request.subject, seen.created_at
+    ):
+        first |= {"facts": [], "rejected": []}
+    else:
+        ids = [fact["fact_id"] for fact in first.get("facts", [])]
+        gone = forgotten(unit.session, request.tenant_id, ids)
+        first["facts"] = [fact for fact in first.get("facts", []) if fact["fact_id"] not in gone]
+    return Remembered.model_validate(first).model_copy(update={"replayed": True})
+
+
+def _kept(store: Store, request: RememberIn, answer: Remembered) -> Remembered:
+    """Store the answer under the request's idempotency key (the model path, whose answer
+    comes after its episode was committed)."""
+    if request.idempotency_key is not None:
+        store.run(lambda unit: keep(unit, request, _fingerprint(request), answer))
+    return answer
 
 
 def _claimed(request: RememberIn, now: datetime) -> Claimed:
@@ -155,12 +216,20 @@ def _insert(unit: Unit, row: dict[str, Any]) -> bool:
 
 
 def _store_decided(
-    unit: Unit, row: dict[str, Any], claimed: Claimed, result: ExtractionResult
-) -> list[Decision] | None:
+    unit: Unit, request: RememberIn, row: dict[str, Any], claimed: Claimed, result: ExtractionResult
+) -> Remembered | None:
+    """The episode, done, its decisions and the answer kept under the idempotency key; the
+    first answer for a key used since the check; None for an episode id taken."""
+    earlier = _answered(unit, request)
+    if earlier is not None:
+        return earlier
     finished = row | done_columns(result) | {"finished_at": unit.clock()}
     if not _insert(unit, finished):
         return None
-    return decide_episode(unit, claimed.origin, result)
+    answer = _answer(claimed.key[1], result, decide_episode(unit, claimed.origin, result))
+    if request.idempotency_key is not None:
+        keep(unit, request, _fingerprint(request), answer)
+    return answer
 
 
 def _defer(store: Store, claimed: Claimed) -> Remembered:
@@ -236,4 +305,5 @@ def _earlier(store: Store, request: RememberIn, episode_id: str) -> Remembered:
             )
         ).all()
         written = [Fact.model_validate(fact, from_attributes=True) for fact in facts]
-    return Remembered(episode_id=row_id, facts=written, deferred=status in UNFINISHED)
+    deferred = status in UNFINISHED
+    return Remembered(episode_id=row_id, facts=written, deferred=deferred, replayed=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from fastapi import Depends, Header, Request
+from fastapi import Depends, Header, Request, Response
 from pydantic import TypeAdapter, ValidationError
 
 from pipeline.api.bodies import Subject
@@ -73,6 +73,12 @@ def expected_state(if_match: str | None) -> str | None:
     if found is None:
         raise InvalidInput("If-Match", "must be one ETag as a GET of the attribute sent it")
     return found.group(1)
+
+
+def mark_replayed(response: Response, replayed: bool) -> None:
+    """A repeated Idempotency-Key's answer says so (the first request's status and body)."""
+    if replayed:
+        response.headers["Idempotent-Replayed"] = "true"
 
 
 def etag(version: int | str) -> str:

@@ -36,6 +36,34 @@ def problem_table() -> str:
     return "\n".join(rows)
 
 
+REPLAYED = "Idempotent-Replayed"
+_REPLAYED_HEADER = {
+    "description": "`true` on the answer to a repeated Idempotency-Key: the first request's "
+    "status and body again (less what was forgotten since); nothing was written now",
+    "schema": {"type": "string", "enum": ["true"]},
+}
+_CONFLICT = (
+    "The ledger's state forbids the change (conflicts); idempotency-conflict: the "
+    "Idempotency-Key was used before for another request (another payload, endpoint or scope)"
+)
+
+
+def _takes_idempotency_key(operation: dict[str, Any]) -> bool:
+    return any(
+        parameter.get("in") == "header" and parameter.get("name") == "Idempotency-Key"
+        for parameter in operation.get("parameters", [])
+    )
+
+
+def _document_replays(responses: dict[str, Any], problem: dict[str, Any]) -> None:
+    """An operation that takes Idempotency-Key: its successes may be replays, and a key used
+    for another request is 409."""
+    for status, response in responses.items():
+        if status.startswith("2"):
+            response.setdefault("headers", {})[REPLAYED] = _REPLAYED_HEADER
+    responses["409"] = {"description": _CONFLICT, "content": problem}
+
+
 def build(app: FastAPI) -> dict[str, Any]:
     if app.openapi_schema:
         return app.openapi_schema
@@ -60,6 +88,8 @@ def build(app: FastAPI) -> dict[str, Any]:
                 responses.setdefault(status, {"description": meaning, "content": problem})
             # FastAPI's own 422 shape is never sent: invalid input is a problem too.
             responses["422"] = {"description": COMMON["422"], "content": problem}
+            if _takes_idempotency_key(operation):
+                _document_replays(responses, problem)
     for unused in ("HTTPValidationError", "ValidationError"):
         schemas.pop(unused, None)
     app.openapi_schema = document

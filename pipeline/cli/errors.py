@@ -4,7 +4,8 @@
 |------|--------------------------------------------------------------------------|
 | 0    | success                                                                  |
 | 1    | nothing found                                                            |
-| 2    | invalid input, setting or file; nothing was written                      |
+| 2    | invalid input, setting or file, or an idempotency key reused for another |
+|      | request; nothing was written                                             |
 | 3    | conflict with the ledger's state (refusal logged)                        |
 | 4    | internal error (a bug: the traceback with --debug or SGAM_DEBUG=1)       |
 | 5    | store busy or unreachable, LLM endpoint unreachable: safe to retry       |
@@ -20,6 +21,7 @@ import traceback
 from pipeline.errors import (
     CatalogError,
     ConflictError,
+    IdempotencyConflict,
     InvalidInput,
     InvalidLines,
     LlmAnswerInvalid,
@@ -35,6 +37,9 @@ EXIT_CODES: list[tuple[type[BaseException], int]] = [
     (InvalidInput, 2),
     (LlmRequestRejected, 2),  # a key, model, URL or mode the endpoint refuses: a setting
     (LlmAnswerInvalid, 6),
+    # A key reused for another request is the caller's mistake, as HTTP's 409 says: the
+    # ledger's state has nothing to do with it, and retrying the same call cannot succeed.
+    (IdempotencyConflict, 2),
     (ConflictError, 3),
     (RetryableError, 5),
     (SgamError, 4),

@@ -56,7 +56,9 @@ def put(
     )
     with opened_store() as store:
         result = put_fact(store, fields)
-    if not result.written:
+    if result.replayed:
+        click.echo("unchanged: a repeat of the request first sent with this key", err=True)
+    elif not result.written:
         click.echo("unchanged: the ledger already holds this value", err=True)
     output.facts(result.fact, as_json)
 

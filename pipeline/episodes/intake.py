@@ -17,14 +17,21 @@ from pydantic import ValidationError
 from sqlalchemy import select
 
 from pipeline.db.inserts import check_columns
-from pipeline.db.models import EPISODES, EpisodeRow
+from pipeline.db.models import EPISODES, EpisodeRow, IdempotencyRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.episodes.dispatch import EpisodeKey
 from pipeline.episodes.drive import drive
-from pipeline.episodes.records import new_row
-from pipeline.errors import InvalidLines
+from pipeline.episodes.records import new_row, text_hash
+from pipeline.errors import IdempotencyConflict, InvalidLines
 from pipeline.extract.llm import LlmClient
+from pipeline.ledger.idempotency import (
+    Fingerprint,
+    check_repeat,
+    key_row,
+    stored_keys,
+    used_keys,
+)
 from pipeline.policy.decide import Lane
 from pipeline.validation import invalid
 from schemas.intake import EpisodeIn
@@ -70,6 +77,9 @@ def ingest(
     if bad and not skip_invalid:
         raise InvalidLines(bad)
     report = IngestReport(invalid=bad)
+    # A key or an episode id reused for another episode refuses the whole intake before any
+    # chunk is stored (and again, under the keys' locks, as each chunk is stored).
+    store.run(lambda unit: _check_repeats(unit, [episode for _, episode in valid]))
     chunk_size = store.settings.ingest_chunk
     for start in range(0, len(valid), chunk_size):
         chunk = valid[start : start + chunk_size]
@@ -85,38 +95,102 @@ Stored = list[tuple[Receipt, EpisodeKey | None]]
 
 def _store_chunk(unit: Unit, *, chunk: list[tuple[int, EpisodeIn]]) -> Stored:
     now = unit.clock()
-    rows = [new_row(episode, lane=Lane.BACKGROUND, received_at=now) for _, episode in chunk]
-    check_columns(EPISODES, rows)
-    returned = unit.session.execute(
-        unit.backend.insert_new(EPISODES).returning(EpisodeRow.tenant_id, EpisodeRow.episode_id),
-        rows,
-    )
-    inserted = {(tenant, episode_id) for tenant, episode_id in returned}
+    keys = [(e.tenant_id, e.idempotency_key) for _, e in chunk if e.idempotency_key is not None]
+    used = used_keys(unit, keys)
+    fresh: list[tuple[int, EpisodeIn, dict[str, Any]]] = []
     stored: Stored = []
-    for (line, episode), row in zip(chunk, rows, strict=True):
+    repeats: dict[int, Receipt] = {}
+    for line, episode in chunk:
+        idempotency = episode.idempotency_key
+        seen = used.get((episode.tenant_id, idempotency)) if idempotency is not None else None
+        if idempotency is not None and seen is not None:
+            check_repeat(vars(seen), _fingerprint(episode), idempotency)
+            stored_id = seen.result["episode_id"]
+            repeats[line] = Receipt(line=line, episode_id=stored_id, status=ReceiptStatus.DUPLICATE)
+            continue
+        row = new_row(episode, lane=Lane.BACKGROUND, received_at=now)
+        fresh.append((line, episode, row))
+        if idempotency is not None:  # a second line with this key repeats this one
+            used[(episode.tenant_id, idempotency)] = IdempotencyRow(
+                **key_row(unit, episode, _fingerprint(episode), {"episode_id": row["episode_id"]})
+            )
+    rows = [row for _, _, row in fresh]
+    inserted: set[tuple[str, str]] = set()
+    if rows:
+        check_columns(EPISODES, rows)
+        returned = unit.session.execute(
+            unit.backend.insert_new(EPISODES).returning(
+                EpisodeRow.tenant_id, EpisodeRow.episode_id
+            ),
+            rows,
+        )
+        inserted = {(tenant, episode_id) for tenant, episode_id in returned}
+    received: dict[int, tuple[Receipt, EpisodeKey | None]] = {}
+    for line, episode, row in fresh:
         key = (row["tenant_id"], row["episode_id"])
         if key in inserted:
             inserted.discard(key)  # a second line with the same id is a duplicate of this one
-            stored.append((Receipt(line=line, episode_id=key[1], status=ReceiptStatus.QUEUED), key))
+            receipt = Receipt(line=line, episode_id=key[1], status=ReceiptStatus.QUEUED)
+            received[line] = (receipt, key)
+            if episode.idempotency_key is not None:
+                unit.session.add(used[(episode.tenant_id, episode.idempotency_key)])
         else:
-            stored_id = _stored_id(unit, episode, key[1])
+            stored_id = _stored_id(unit, episode, row)
             duplicate = Receipt(line=line, episode_id=stored_id, status=ReceiptStatus.DUPLICATE)
-            stored.append((duplicate, None))
+            received[line] = (duplicate, None)
+    for line, _ in chunk:
+        stored.append(received[line] if line in received else (repeats[line], None))
     return stored
 
 
-def _stored_id(unit: Unit, episode: EpisodeIn, episode_id: str) -> str:
-    """The id under which a duplicate is stored: its own, or that of the episode that used
-    its idempotency key first."""
+def _fingerprint(episode: EpisodeIn) -> Fingerprint:
+    return Fingerprint.of(episode, kind="episode")
+
+
+def _check_repeats(unit: Unit, episodes: list[EpisodeIn]) -> None:
+    """IdempotencyConflict for a key used before for another request (another episode, or
+    another endpoint's), or an episode id taken by another episode."""
+    keyed = {(e.tenant_id, e.idempotency_key): e for e in episodes if e.idempotency_key}
+    for (_, key), seen in stored_keys(unit.session, keyed).items():
+        check_repeat(vars(seen), _fingerprint(keyed[(seen.tenant_id, key)]), key)
+    named = [e for e in episodes if e.episode_id is not None and e.idempotency_key is None]
+    for episode in named:
+        row = unit.session.get(EpisodeRow, (episode.tenant_id, episode.episode_id))
+        if row is not None:
+            _check_same(row, episode)
+
+
+def _check_same(row: EpisodeRow, episode: EpisodeIn) -> None:
+    """A repeated episode id is a duplicate only when it is the same episode again."""
+    same = (row.agent_id, row.purpose, row.subject, row.text_hash) == (
+        episode.agent_id,
+        episode.purpose,
+        episode.subject,
+        text_hash(episode.text),
+    )
+    if not same:
+        raise IdempotencyConflict(
+            f"episode {row.episode_id} was stored by another request (a different scope, "
+            "subject or text); send a new episode_id",
+            key=row.episode_id,
+        )
+
+
+def _stored_id(unit: Unit, episode: EpisodeIn, row: dict[str, Any]) -> str:
+    """The id under which a duplicate is stored: its own, checked to be the same episode, or
+    that of an earlier episode with its idempotency key (sent before keys were kept apart)."""
     if episode.idempotency_key is None:
-        return episode_id
-    stored = unit.session.scalar(
+        stored = unit.session.get(EpisodeRow, (row["tenant_id"], row["episode_id"]))
+        if stored is not None:
+            _check_same(stored, episode)
+        return str(row["episode_id"])
+    found = unit.session.scalar(
         select(EpisodeRow.episode_id).where(
             EpisodeRow.tenant_id == episode.tenant_id,
             EpisodeRow.idempotency_key == episode.idempotency_key,
         )
     )
-    return stored if stored is not None else episode_id
+    return found if found is not None else str(row["episode_id"])
 
 
 def _hand_over(

@@ -20,9 +20,15 @@ from pipeline.db import inserts
 from pipeline.db.models import IdempotencyRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
-from pipeline.errors import ConflictError, IdempotencyConflict, InvalidInput
+from pipeline.errors import ConflictError, IdempotencyConflict, InvalidInput, NotFound
 from pipeline.ledger.batch_reads import Locks, lock_and_read
-from pipeline.ledger.idempotency import Fingerprint, check_repeat, key_row
+from pipeline.ledger.idempotency import (
+    Fingerprint,
+    check_repeat,
+    key_row,
+    replayed_put,
+    stored_outcome,
+)
 from pipeline.ledger.pending import PendingWrites
 from pipeline.ledger.results import PutResult, settled
 from pipeline.ledger.slots import SlotKey, subject_lock_name
@@ -30,8 +36,9 @@ from pipeline.ledger.write import judge_and_store, resolve
 from pipeline.validation import parse
 from schemas.commands import PutFact
 
-# What put_many answers for one command: the fact that now holds, or why it was not written.
-PutOutcome = PutResult | ConflictError | InvalidInput
+# What put_many answers for one command: the fact that now holds, or why it was not written
+# (NotFound: a repeated key whose fact was forgotten since).
+PutOutcome = PutResult | ConflictError | InvalidInput | NotFound
 Command = PutFact | Mapping[str, Any]
 
 
@@ -47,7 +54,7 @@ def write_fact(unit: Unit, command: Command) -> PutResult | ConflictError:
     version) is logged and returned; invalid input or a reused idempotency key raises before
     any write."""
     (outcome,) = write_many(unit, [parse(PutFact, command)])
-    if isinstance(outcome, InvalidInput | IdempotencyConflict):
+    if isinstance(outcome, InvalidInput | IdempotencyConflict | NotFound):
         raise outcome
     return outcome
 
@@ -124,10 +131,11 @@ class _Batch:
                 check_repeat(seen, fingerprint, key)
             except IdempotencyConflict as problem:
                 return problem
-            return PutResult.repeated(seen["result"])
+            return replayed_put(self.unit.session, command.tenant_id, seen["result"])
         outcome = self._apply(command)
-        if isinstance(outcome, PutResult):
-            row = key_row(self.unit, command, fingerprint, outcome.model_dump(mode="json"))
+        stored = stored_outcome(outcome) if isinstance(outcome, PutResult | ConflictError) else None
+        if stored is not None:
+            row = key_row(self.unit, command, fingerprint, stored)
             inserts.insert_rows(self.unit.session, IdempotencyRow, [row])
             self.used[(command.tenant_id, key)] = row
         return outcome

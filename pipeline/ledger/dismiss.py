@@ -40,7 +40,7 @@ def dismiss_fact(unit: Unit, command: DismissFact | Mapping[str, Any]) -> PutRes
     def apply() -> PutResult | ConflictError:
         return _dismiss(unit, command, now=unit.clock())
 
-    return idempotency.once(unit, command, apply, PutResult.repeated)
+    return idempotency.once(unit, command, apply)
 
 
 def _dismiss(unit: Unit, command: DismissFact, *, now: datetime) -> PutResult | ConflictError:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 from sqlalchemy import func, select, update
 
 from pipeline.db.models import CandidateRow, ClaimRow, FactRow
@@ -40,10 +41,13 @@ class ForgetResult(BaseModel):
         default=None, description="after a purge: no erased content left in the database files"
     )
 
+    # A repeated idempotency key's answer (HTTP's Idempotent-Replayed; not in the JSON).
+    replayed: SkipJsonSchema[bool] = Field(default=False, exclude=True)
+
     @classmethod
     def repeated(cls, stored: Mapping[str, Any]) -> ForgetResult:
         """What a repeated idempotency key answers: the first result."""
-        return cls(hidden=int(stored["hidden"]), purged=bool(stored["purged"]))
+        return cls(hidden=int(stored["hidden"]), purged=bool(stored["purged"]), replayed=True)
 
 
 def forget(store: Store, command: ForgetSubject | Mapping[str, Any]) -> ForgetResult:
@@ -87,7 +91,7 @@ def forget_subject(
         )
         return ForgetResult(hidden=hidden, purged=command.purge)
 
-    return idempotency.once(unit, command, apply, ForgetResult.repeated)
+    return idempotency.once_forget(unit, command, apply, ForgetResult.repeated)
 
 
 def apply_forget(unit: Unit, payload: ForgetPayload) -> int:

@@ -18,6 +18,7 @@ from pydantic.json_schema import SkipJsonSchema
 from pipeline.errors import (
     ConflictError,
     InvalidInput,
+    NotFound,
     SgamError,
     TrustRejected,
     VersionConflict,
@@ -33,6 +34,7 @@ from schemas.results import absent_when_none
 WRITTEN = "written"
 UNCHANGED = "unchanged"  # a restatement of what holds, or a repeated idempotency key
 CONFLICT = "conflict"  # an equal-trust disagreement, or an idempotency key reused differently
+FORGOTTEN = "forgotten"  # a repeated idempotency key whose fact was forgotten since
 REJECTED = "rejected"  # a different value with higher trust holds
 VERSION_CONFLICT = "version_conflict"
 INVALID = "invalid"
@@ -72,6 +74,8 @@ def receipt(line: int, outcome: PutOutcome) -> ImportReceipt:
         return ImportReceipt(
             line=line, outcome=_refusal_outcome(outcome), error=message, problem=outcome
         )
+    if isinstance(outcome, NotFound):  # a repeated key whose fact was forgotten since
+        return ImportReceipt(line=line, outcome=FORGOTTEN, error=str(outcome), problem=outcome)
     fact = outcome.fact
     outcome_name = WRITTEN if outcome.written else UNCHANGED
     return ImportReceipt(

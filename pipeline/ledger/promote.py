@@ -48,7 +48,7 @@ def promote_fact(unit: Unit, command: PromoteFact | Mapping[str, Any]) -> PutRes
     def apply() -> PutResult | ConflictError:
         return _promote(unit, command, now=unit.clock())
 
-    return idempotency.once(unit, command, apply, PutResult.repeated)
+    return idempotency.once(unit, command, apply)
 
 
 def _promote(unit: Unit, command: PromoteFact, *, now: datetime) -> PutResult | ConflictError:

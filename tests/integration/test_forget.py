@@ -208,7 +208,7 @@ def test_forget_with_an_idempotency_key_returns_the_first_result(clocked_store: 
     command = {"tenant_id": TENANT, "subject": "mira", "idempotency_key": "forget-mira-1"}
     assert forget(clocked_store, command) == ForgetResult(hidden=2, purged=False)
     events = decision_log(clocked_store, {"tenant_id": TENANT, "oldest_first": True})
-    assert forget(clocked_store, command) == ForgetResult(hidden=2, purged=False)
+    assert forget(clocked_store, command) == ForgetResult(hidden=2, purged=False, replayed=True)
     assert decision_log(clocked_store, {"tenant_id": TENANT, "oldest_first": True}) == events
     with pytest.raises(pipeline.IdempotencyConflict):
         forget(clocked_store, command | {"purge": True})

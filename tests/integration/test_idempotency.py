@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 import pipeline
 from pipeline.db.models import ClaimRow, EventRow, FactRow, IdempotencyRow
 from pipeline.db.store import Store
-from pipeline.errors import IdempotencyConflict
+from pipeline.errors import IdempotencyConflict, NotFound, TrustRejected
 from pipeline.ledger.forget import forget
 from pipeline.ledger.promote import promote
 from pipeline.settings import Settings
@@ -43,8 +43,50 @@ def test_repeated_put_returns_the_first_result_and_writes_nothing(store: Store) 
     again = pipeline.put(store, FACT | {"valid_from": "2026-03-01T01:00:00+01:00"})  # same instant
 
     assert again.fact == first.fact
-    assert again.written is False
+    assert (again.written, again.replayed) == (False, True)  # nothing written now
+    assert again.as_first_answered().model_dump() == first.model_dump()  # HTTP's answer
+    assert first.replayed is False
     assert _counts(store) == counts
+
+
+def test_a_refused_put_is_refused_again_without_a_second_refusal_logged(store: Store) -> None:
+    pipeline.put(store, FACT | {"trust": "user_confirmed", "idempotency_key": None})
+    lower = FACT | {"value": "Leiden", "idempotency_key": "low-1"}
+    with pytest.raises(TrustRejected) as first:
+        pipeline.put(store, lower)
+    counts = _counts(store)
+
+    with pytest.raises(TrustRejected) as again:
+        pipeline.put(store, lower)
+
+    assert str(again.value) == str(first.value)
+    assert again.value.existing_fact_id == first.value.existing_fact_id
+    assert _counts(store) == counts  # no second reject event
+
+
+def test_a_repeat_after_a_forget_never_answers_the_forgotten_value(store: Store) -> None:
+    pipeline.put(store, FACT)
+    forget(store, {"tenant_id": "acme", "subject": "mira"})
+
+    with pytest.raises(NotFound, match="forgotten since"):
+        pipeline.put(store, FACT)
+
+
+def test_a_put_key_used_on_the_hot_path_or_intake_is_a_conflict(store: Store) -> None:
+    pipeline.put(store, FACT)
+    said = {"tenant_id": "acme", "subject": "mira", "text": "My home city is Utrecht."}
+    episode = said | {"session_id": "s1", "occurred_at": "2026-03-01T00:00:00Z"}
+    counts = _counts(store)
+
+    with pytest.raises(IdempotencyConflict):
+        pipeline.remember(store, said | {"idempotency_key": "req-1"})
+    with pytest.raises(IdempotencyConflict):
+        pipeline.ingest(store, episode | {"idempotency_key": "req-1"})
+
+    assert _counts(store) == counts
+    pipeline.remember(store, said | {"idempotency_key": "rem-1"})
+    with pytest.raises(IdempotencyConflict):
+        pipeline.put(store, FACT | {"idempotency_key": "rem-1"})
 
 
 def test_key_reused_with_another_payload_is_refused(store: Store) -> None:
@@ -79,7 +121,9 @@ def test_repeated_promote_and_forget(store: Store) -> None:
 
     first = forget(store, {"tenant_id": "acme", "subject": "mira", "idempotency_key": "f"})
     counts = _counts(store)
-    assert forget(store, {"tenant_id": "acme", "subject": "mira", "idempotency_key": "f"}) == first
+    again = forget(store, {"tenant_id": "acme", "subject": "mira", "idempotency_key": "f"})
+    assert again.model_dump() == first.model_dump()
+    assert again.replayed
     assert first.hidden == 1
     assert _counts(store) == counts
     with pytest.raises(IdempotencyConflict):

@@ -149,6 +149,34 @@ def test_a_rerun_with_idempotency_keys_writes_nothing(
     assert ledger_counts(store) == before
 
 
+def test_a_keyed_rerun_with_refused_lines_writes_nothing_and_answers_alike(
+    cli_env: object, store: Store, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = _file(
+        tmp_path,
+        fact("c-1", "home_city", "Lisbon", trust="user_confirmed"),
+        fact("c-1", "home_city", "Porto", idempotency_key="k2"),  # lower trust: rejected
+        fact("c-2", "home_city", "Faro"),
+        fact("c-2", "home_city", "Braga", idempotency_key="k4"),  # equal trust: conflict
+    )
+    first_code, first_out, _ = cli(capsys, "import", str(path), "--json")
+    before = ledger_counts(store)
+
+    code, out, _ = cli(capsys, "import", str(path), "--json")
+
+    assert (first_code, code) == (3, 3)
+    outcomes = [(r["outcome"], r.get("error")) for r in _receipts(out)]
+    first = [(r["outcome"], r.get("error")) for r in _receipts(first_out)]
+    assert [outcomes[1], outcomes[3]] == [first[1], first[3]]  # the same refusals again
+    assert [outcome for outcome, _ in outcomes] == [
+        "unchanged",
+        "rejected",
+        "unchanged",
+        "conflict",
+    ]
+    assert ledger_counts(store) == before  # not even a second reject event
+
+
 def test_refused_lines_get_their_own_receipts_and_the_rest_is_written(
     cli_env: object, store: Store, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -165,7 +193,7 @@ def test_refused_lines_get_their_own_receipts_and_the_rest_is_written(
 
     code, out, err = cli(capsys, "import", str(path), "--json")
 
-    assert code == 3  # as `sgam put` exits for a conflict
+    assert code == 2  # a key reused for another command: the file needs fixing, as `put` says
     receipts = _receipts(out)
     assert [r["outcome"] for r in receipts] == [
         "written",

@@ -126,20 +126,15 @@ def test_after_purge_no_column_holds_a_hash_of_any_candidate_value(
         assert value not in stored
 
 
-def test_a_repeated_key_after_a_purge_returns_the_erased_result_and_a_changed_one_conflicts(
+def test_a_repeated_key_after_a_purge_finds_its_fact_gone_and_a_changed_one_conflicts(
     store: Store,
 ) -> None:
     command = _command(WRITES[0])
     first = pipeline.put(store, command)
     pipeline.forget(store, {"tenant_id": TENANT, "subject": SUBJECT, "purge": True})
 
-    again = pipeline.put(store, command)
-
-    assert (again.fact.fact_id, again.written, again.fact.value) == (
-        first.fact.fact_id,
-        False,
-        None,
-    )
+    with pytest.raises(pipeline.NotFound, match=first.fact.fact_id):
+        pipeline.put(store, command)
     with pytest.raises(pipeline.IdempotencyConflict):
         pipeline.put(store, command | {"source_episode_id": "another"})
 

@@ -376,8 +376,8 @@ def test_idempotency_keys_repeated_inside_and_across_batches(pair: Pair, chunk: 
                 cmd(CITY, "Paris", FEB),
                 keyed,  # same content: the first result again
                 keyed | {"value": "Rome"},  # other content under the key
-                cmd(CITY, "Rome", JAN, idempotency_key="k2"),  # refused: key stays unused
-                cmd(CITY, "Rome", MAR, idempotency_key="k2"),  # so this one is applied
+                cmd(CITY, "Rome", JAN, idempotency_key="k2"),  # refused: the key keeps it
+                cmd(CITY, "Rome", JAN, idempotency_key="k2"),  # refused again, not re-decided
             ],
             [keyed, keyed | {"value": "Oslo"}, cmd(CITY, "Rome", MAR, idempotency_key="k2")],
         ],
@@ -389,10 +389,10 @@ def test_idempotency_keys_repeated_inside_and_across_batches(pair: Pair, chunk: 
         "written=False",
         "IdempotencyConflict",
         "FactConflict",
-        "written=True",
+        "FactConflict",
         "written=False",
         "IdempotencyConflict",
-        "written=False",
+        "IdempotencyConflict",
     ]
     first, again = outcomes[0], outcomes[2]
     assert isinstance(first, PutResult)

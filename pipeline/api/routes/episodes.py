@@ -20,11 +20,12 @@ from pipeline.api.conventions import (
     IdempotencyHeader,
     Opened,
     identifier,
+    mark_replayed,
 )
 from pipeline.api.problems import MalformedRequest
 from pipeline.api.routes.owned import require_owned
 from pipeline.hot_path import Remembered
-from schemas.lifecycle import EpisodeStatus
+from schemas.lifecycle import EpisodeStatus, ReceiptStatus
 from schemas.results import EpisodeDetail, IngestReport, Retried, StoredEpisode
 
 router = APIRouter(prefix="/v1", tags=["episodes"])
@@ -70,6 +71,8 @@ async def post_episodes(
         raise MalformedRequest("the body is not JSON: it is nested too deeply") from None
     report, queued = await run_in_threadpool(operations.ingest, store, key, sent, idempotency)
     response.status_code = 202 if queued else 200
+    repeated = (receipt.status is ReceiptStatus.DUPLICATE for receipt in report.receipts)
+    mark_replayed(response, idempotency is not None and all(repeated))
     return report
 
 
@@ -79,12 +82,20 @@ async def post_episodes(
     response_model=Remembered,
 )
 def remember(
-    body: RememberBody, key: Writer, store: Opened, idempotency: IdempotencyHeader = None
+    body: RememberBody,
+    response: Response,
+    key: Writer,
+    store: Opened,
+    idempotency: IdempotencyHeader = None,
 ) -> Remembered:
     """The same answer as `sgam remember --json`; a write the ledger refused is listed under
     `rejected` with the reason (FactConflict, TrustRejected). Retrying with the same
-    Idempotency-Key answers what the first request wrote."""
-    return operations.remember(store, key, body.model_dump(exclude_unset=True), idempotency)
+    Idempotency-Key answers the first request's body again (less what was forgotten since),
+    with `Idempotent-Replayed: true`; the key used for another request is 409."""
+    fields = body.model_dump(exclude_unset=True)
+    result = operations.remember(store, key, fields, idempotency)
+    mark_replayed(response, result.replayed)
+    return result
 
 
 @router.get(

@@ -26,6 +26,7 @@ from pipeline.api.conventions import (
     given,
     idempotency_key,
     identifier,
+    mark_replayed,
 )
 from pipeline.api.routes.owned import require_owned
 from pipeline.ledger.results import PutResult
@@ -62,14 +63,16 @@ def put_fact(
     idempotency: IdempotencyHeader = None,
     if_match: IfMatchHeader = None,
 ) -> PutResult:
-    """201 with the new fact; 200 when the ledger already held the value (a restatement, or
-    a retry with the same Idempotency-Key). If-Match: the key's ETag as read; the answer's
-    ETag is the key's state after the write."""
+    """201 with the new fact; 200 when the ledger already held the value (a restatement). A
+    retry with the same Idempotency-Key answers the first request's status and body again,
+    with `Idempotent-Replayed: true`; the key used for another request is 409. If-Match: the
+    key's ETag as read; the answer's ETag is the key's state after the write."""
     fields = bind(key, body.model_dump(exclude_unset=True)) | {"actor": key.key_id}
     fields = idempotency_key(idempotency, fields)
     fields["expected_state"] = expected_state(if_match)
-    result = pipeline.put(store, fields)
+    result = pipeline.put(store, fields).as_first_answered()
     response.status_code = 201 if result.written else 200
+    mark_replayed(response, result.replayed)
     if result.state is not None:
         response.headers["ETag"] = etag(result.state)
     elif result.fact.cardinality is Cardinality.ONE:  # a repeated key: read the state now
@@ -170,6 +173,7 @@ def promote_fact(
         {"tenant_id": key.tenant_id, "fact_id": fact_id, "actor": key.key_id},
     )
     fields["expected_version"] = expected_version(if_match)
-    result = pipeline.promote(store, fields)
+    result = pipeline.promote(store, fields).as_first_answered()
     response.headers["ETag"] = etag(result.fact.version)
+    mark_replayed(response, result.replayed)
     return result

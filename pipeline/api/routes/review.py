@@ -3,12 +3,12 @@ decision log. Each decision names the reviewer's key as its actor."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 
 import pipeline
 from pipeline.api import operations
 from pipeline.api.access import Reviewer, bind
-from pipeline.api.conventions import IdempotencyHeader, Opened, given, identifier
+from pipeline.api.conventions import IdempotencyHeader, Opened, given, identifier, mark_replayed
 from pipeline.api.operations import CandidateFilter
 from pipeline.api.problems import Forbidden
 from pipeline.ledger.results import PutResult
@@ -98,10 +98,14 @@ def decision_log(
 )
 def dismiss_fact(
     fact_id: str,
+    response: Response,
     key: Reviewer,
     store: Opened,
     reason: str | None = None,
     idempotency: IdempotencyHeader = None,
 ) -> PutResult:
     """409 (`not-quarantined`) when the fact is not quarantined; `reason` goes to the log."""
-    return operations.dismiss(store, key, fact_id, reason=reason, idempotency=idempotency)
+    found = operations.dismiss(store, key, fact_id, reason=reason, idempotency=idempotency)
+    result = found.as_first_answered()
+    mark_replayed(response, result.replayed)
+    return result

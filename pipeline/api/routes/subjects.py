@@ -3,11 +3,11 @@ with `purge`, its content is erased too."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 
 from pipeline.api import operations
 from pipeline.api.access import Admin
-from pipeline.api.conventions import IdempotencyHeader, Opened
+from pipeline.api.conventions import IdempotencyHeader, Opened, mark_replayed
 from pipeline.ledger.forget import ForgetResult
 
 router = APIRouter(prefix="/v1", tags=["subjects"])
@@ -20,10 +20,13 @@ router = APIRouter(prefix="/v1", tags=["subjects"])
 )
 def forget(
     subject: str,
+    response: Response,
     key: Admin,
     store: Opened,
     purge: bool = False,
     idempotency: IdempotencyHeader = None,
 ) -> ForgetResult:
     """Forgetting spans every agent and purpose of the tenant, so a key bound to one may not."""
-    return operations.forget(store, key, subject, purge=purge, idempotency=idempotency)
+    result = operations.forget(store, key, subject, purge=purge, idempotency=idempotency)
+    mark_replayed(response, result.replayed)
+    return result
