@@ -41,7 +41,9 @@ from pipeline.ledger.idempotency import (
     Fingerprint,
     check_repeat,
     forgotten,
-    keep,
+    key_row,
+    refusal_of,
+    stored_outcome,
     subject_forgotten_since,
     used_keys,
 )
@@ -165,25 +167,39 @@ def _answered(unit: Unit, request: RememberIn) -> Remembered | None:
 
 
 def _replayed(unit: Unit, request: RememberIn, seen: IdempotencyRow) -> Remembered:
-    """The first answer again — less what was forgotten since: a forgotten or dismissed fact,
-    and after a forget of the subject every value its statements named."""
+    """The first answer again, the ledger's refusals included (the exit code's) — less what
+    was forgotten since: a forgotten or dismissed fact, and after a forget of the subject
+    every value its statements named."""
     first = dict(seen.result)
+    refusals = [refusal_of(stored) for stored in first.pop("refusals", [])]
     if seen.command_hash == PURGED or subject_forgotten_since(
         unit.session, request.tenant_id, request.subject, seen.created_at
     ):
         first |= {"facts": [], "rejected": []}
+        refusals = []
     else:
         ids = [fact["fact_id"] for fact in first.get("facts", [])]
         gone = forgotten(unit.session, request.tenant_id, ids)
         first["facts"] = [fact for fact in first.get("facts", []) if fact["fact_id"] not in gone]
-    return Remembered.model_validate(first).model_copy(update={"replayed": True})
+    conflicts = [refusal for refusal in refusals if refusal is not None]
+    answer = Remembered.model_validate(first)
+    return answer.model_copy(update={"replayed": True, "conflicts": conflicts})
+
+
+def _keep(unit: Unit, request: RememberIn, answer: Remembered) -> None:
+    """The answer under the request's idempotency key, with the ledger's refusals."""
+    stored = answer.model_dump(mode="json")
+    refusals = [stored_outcome(conflict) for conflict in answer.conflicts]
+    stored["refusals"] = [refusal for refusal in refusals if refusal is not None]
+    row = key_row(unit, request, _fingerprint(request), stored)
+    unit.session.add(IdempotencyRow(**row))
 
 
 def _kept(store: Store, request: RememberIn, answer: Remembered) -> Remembered:
     """Store the answer under the request's idempotency key (the model path, whose answer
     comes after its episode was committed)."""
     if request.idempotency_key is not None:
-        store.run(lambda unit: keep(unit, request, _fingerprint(request), answer))
+        store.run(lambda unit: _keep(unit, request, answer))
     return answer
 
 
@@ -228,7 +244,7 @@ def _store_decided(
         return None
     answer = _answer(claimed.key[1], result, decide_episode(unit, claimed.origin, result))
     if request.idempotency_key is not None:
-        keep(unit, request, _fingerprint(request), answer)
+        _keep(unit, request, answer)
     return answer
 
 

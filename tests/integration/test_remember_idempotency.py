@@ -13,6 +13,7 @@ import pipeline
 from pipeline.db.models import EpisodeRow, EventRow
 from pipeline.db.store import Store
 from pipeline.errors import IdempotencyConflict
+from tests.integration.ledger_helpers import cli
 
 ASK = {
     "tenant_id": "acme",
@@ -73,3 +74,68 @@ def test_a_repeat_after_a_forget_returns_no_forgotten_value(store: Store) -> Non
 
     assert again.episode_id == first.episode_id
     assert again.facts == []
+
+
+def test_a_repeat_answers_the_ledgers_refusals_again(store: Store) -> None:
+    held = {"tenant_id": "acme", "subject": "mira", "attribute": "home_city", "value": "Porto"}
+    held |= {
+        "valid_from": ASK["occurred_at"],
+        "source_episode_id": "crm",
+        "trust": "user_confirmed",
+    }
+    pipeline.put(store, held)
+    first = pipeline.remember(store, ASK)
+    before = _counts(store)
+
+    again = pipeline.remember(store, ASK)
+
+    assert [type(c).__name__ for c in first.conflicts] == ["FactConflict"]
+    assert [str(c) for c in again.conflicts] == [str(c) for c in first.conflicts]
+    assert again.model_dump() == first.model_dump()
+    assert (first.replayed, again.replayed) == (False, True)
+    assert _counts(store) == before  # no second refusal logged
+
+
+def test_intake_refuses_a_key_or_an_episode_id_reused_for_another_episode(store: Store) -> None:
+    episode = {
+        "tenant_id": "acme",
+        "subject": "mira",
+        "session_id": "s1",
+        "occurred_at": "2026-06-01T10:00:00Z",
+        "text": "My home city is Lisbon.",
+    }
+    keyed = episode | {"idempotency_key": "in-1"}
+    named = episode | {"episode_id": "ep-9"}
+    first = pipeline.ingest(store, [keyed, named])
+    before = _counts(store)
+
+    again = pipeline.ingest(store, [keyed, named])
+    for changed in (keyed | {"text": "My home city is Porto."}, named | {"subject": "omar"}):
+        with pytest.raises(IdempotencyConflict):
+            pipeline.ingest(store, [episode | {"text": "A new one."}, changed])
+
+    assert [r.status for r in again.receipts] == ["duplicate", "duplicate"]
+    assert [r.episode_id for r in again.receipts] == [r.episode_id for r in first.receipts]
+    assert _counts(store) == before  # not even the new episode sent beside a conflict
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["remember", "--subject", "mira", "--text", "My home city is Porto."],
+        ["put", "--subject", "mira", "--attribute", "home_city", "--value", "Porto"]
+        + ["--valid-from", "2026-06-01T10:00:00Z", "--source", "crm"],
+    ],
+    ids=["remember", "put"],
+)
+def test_the_cli_refuses_a_reused_key_with_exit_2(
+    cli_env: object, store: Store, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    pipeline.remember(store, ASK)
+    before = _counts(store)
+
+    code, _, err = cli(capsys, *command, "--tenant", "acme", "--idempotency-key", "turn-1")
+
+    assert code == 2
+    assert err.startswith("sgam: IdempotencyConflict: idempotency key 'turn-1' was already used")
+    assert _counts(store) == before
