@@ -49,7 +49,9 @@ and another tenant's resource is answered 404, like a missing one. Roles: reader
 context), writer (+ ingest, remember, put), reviewer (+ candidates, quarantine, promote, log),
 admin (+ forget, purge, keys).
 
-`Idempotency-Key` makes a POST, PUT or DELETE safe to retry; a fact's `version` is its `ETag`,
+`Idempotency-Key` makes a POST, PUT or DELETE safe to retry: the same request again answers the
+first status and body with `Idempotent-Replayed: true`; the key used for another payload,
+endpoint or scope is 409 (`idempotency-conflict`). A fact's `version` is its `ETag`,
 and `If-Match` sends the version a write expects (412 when stale). Errors are RFC 9457
 `application/problem+json` with a stable `type` per error class:
 
