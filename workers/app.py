@@ -19,10 +19,12 @@ from pipeline.episodes.dispatch import (
 )
 from pipeline.errors import InvalidInput
 from pipeline.settings import load_settings
+from workers.logs import install as install_logging
 
 settings = load_settings()
 if settings.broker_url is None:
     raise InvalidInput("SGAM_BROKER_URL", "is not set: workers need a broker (redis://...)")
+install_logging(settings.log_format)
 
 app = Celery("sgam", broker=settings.broker_url, include=["workers.tasks"])
 minute, hour, day_of_month, month_of_year, day_of_week = settings.consolidate_cron.split()

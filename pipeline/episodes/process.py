@@ -7,6 +7,8 @@ only by the claim that still owns it.
 
 from __future__ import annotations
 
+import logging
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
@@ -20,7 +22,7 @@ from pipeline.db.unit import Unit
 from pipeline.episodes.conversation import earlier_turns
 from pipeline.episodes.dispatch import EpisodeKey
 from pipeline.episodes.inflight import run_in_flight
-from pipeline.episodes.lane_metrics import observe_episode, observe_model
+from pipeline.episodes.lane_metrics import observe_episode, observe_extraction, observe_model
 from pipeline.episodes.records import as_episode, stated_on
 from pipeline.errors import LlmFailure, RetryableError, SgamError
 from pipeline.extract.backends import RULES
@@ -36,6 +38,8 @@ from pipeline.read.facts import get
 from schemas.episodes import Episode
 from schemas.lifecycle import EpisodeError, EpisodeStatus, EventKind, ReceiptStatus
 from schemas.pipeline_events import EpisodeProcessedPayload, RefusalRecord
+
+log = logging.getLogger("sgam.episodes")
 
 
 @dataclass(frozen=True)
@@ -75,7 +79,8 @@ def process_episodes(
         return {}
     if extractor is RULES:
         extracted = {item.key: run_extraction(store, item.episode, extractor) for item in claimed}
-        return _observed(extracted, store.run(lambda unit: finish(unit, claimed, extracted)))
+        outcomes = store.run(lambda unit: finish(unit, claimed, extracted))
+        return observed(claimed, extracted, outcomes)
 
     def prepare(item: Claimed) -> Callable[[], Extracted]:
         # The subject's values and the conversation are read on the pool's thread, when the
@@ -86,22 +91,44 @@ def process_episodes(
     def commit(
         done: list[Claimed], results: dict[EpisodeKey, Extracted]
     ) -> dict[EpisodeKey, Outcome]:
-        return _observed(results, store.run(lambda unit: finish(unit, done, results)))
+        return observed(done, results, store.run(lambda unit: finish(unit, done, results)))
 
     return run_in_flight(store, claimed, prepare, commit)
 
 
-def _observed(
-    results: dict[EpisodeKey, Extracted], outcomes: dict[EpisodeKey, Outcome]
+def observed(
+    claimed: Sequence[Claimed],
+    results: dict[EpisodeKey, Extracted],
+    outcomes: dict[EpisodeKey, Outcome],
 ) -> dict[EpisodeKey, Outcome]:
-    """Count what was spent on the model and how each episode ended (`lane_metrics`)."""
-    for (tenant_id, _), result in results.items():
-        if isinstance(result, ExtractionResult) and result.usage.model is not None:
-            observe_model(tenant_id, result.usage)
-        elif isinstance(result, LlmFailure):
-            observe_model(tenant_id, result.usage, result)
-    for outcome in outcomes.values():
-        observe_episode(str(outcome.status))
+    """Count what was spent and how each episode ended (`lane_metrics`), and log it: one line
+    an episode, ids, counts and the outcome only."""
+    for item in claimed:
+        tenant_id, episode_id = item.key
+        result, outcome = results[item.key], outcomes.get(item.key)
+        usage = result.usage if isinstance(result, ExtractionResult | LlmFailure) else None
+        if usage is not None:
+            observe_extraction(usage)
+            if usage.model is not None:
+                observe_model(tenant_id, usage, result if isinstance(result, LlmFailure) else None)
+        if outcome is None:
+            continue
+        lane = item.origin.lane.value
+        actions = [str(decision.action) for decision in outcome.decisions]
+        observe_episode(lane, str(outcome.status), actions)
+        log.info(
+            "episode processed",
+            extra={
+                "tenant": tenant_id,
+                "episode_id": episode_id,
+                "lane": lane,
+                "outcome": str(outcome.status),
+                "extractor": usage.extractor if usage else None,
+                "duration_ms": usage.latency_ms if usage else None,
+                "decisions": dict(Counter(actions)),
+                "error": outcome.error,
+            },
+        )
     return outcomes
 
 
