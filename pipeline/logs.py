@@ -22,7 +22,6 @@ import traceback
 from types import TracebackType
 from typing import Any, Literal, TextIO
 
-from opentelemetry import trace
 from pythonjsonlogger.json import JsonFormatter
 
 from pipeline.errors import SgamError
@@ -53,11 +52,14 @@ TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 class TraceIds(logging.Filter):
-    """Puts the current trace and span ids on every record (empty strings outside a trace)."""
+    """Puts the current trace and span ids on every record (empty strings outside a trace).
+    With tracing off OpenTelemetry is never imported (`pipeline.observe.tracing`), and then
+    no span can be current: nothing to import here either."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        context = trace.get_current_span().get_span_context()
-        if context.is_valid:
+        trace = sys.modules.get("opentelemetry.trace")
+        context = trace.get_current_span().get_span_context() if trace else None
+        if trace and context is not None and context.is_valid:
             record.trace_id = trace.format_trace_id(context.trace_id)
             record.span_id = trace.format_span_id(context.span_id)
         else:
