@@ -5,8 +5,9 @@ line, and map typed errors to problems (`problems.PROBLEMS`). The pipeline's dat
 synchronous, so handlers that touch it are plain functions that FastAPI runs in its thread
 pool; the event loop only parses, authenticates and answers.
 
-Middleware, outermost first: metrics (every request, refusals included) → authentication and
-the rate limit (before any body is read) → the body's size, type and encoding → the routes.
+Middleware, outermost first: the request's span (when tracing is on) → metrics (every
+request, refusals included) → authentication and the rate limit (before any body is read) →
+the body's size, type and encoding → the routes.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from pipeline.api.problems import (
 )
 from pipeline.api.ratelimit import RateLimiter
 from pipeline.api.routes import episodes, facts, health, keys, review, subjects, usage
+from pipeline.api.traces import Trace
 from pipeline.db.store import Store, open_store
 from pipeline.errors import SgamError
 from pipeline.mcp import http as mcp_http
@@ -90,6 +92,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     app.add_middleware(Authenticate, store=store, limiter=limiter, cache=cache)
     routes = [route for module in modules for route in module.router.routes] + [mcp_route]
     app.add_middleware(Measure, metrics=metrics, routes=routes)
+    app.add_middleware(Trace, routes=routes)
     app.openapi = lambda: openapi.build(app)  # type: ignore[method-assign]
     return app
 
