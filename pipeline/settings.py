@@ -192,6 +192,11 @@ class Settings(BaseSettings):
         description="a worker serves its Prometheus metrics on this port (sgam worker "
         "--metrics-port sets it, with PROMETHEUS_MULTIPROC_DIR)",
     )
+    otel: Literal["off", "console", "otlp"] | None = Field(
+        default=None,
+        description="traces: `otlp` (to OTEL_EXPORTER_OTLP_ENDPOINT, the default when that is "
+        "set), `console` (printed on stderr) or `off`; unset and no endpoint: off",
+    )
     task_time_limit_s: int = Field(
         default=300, ge=10, description="a worker task is killed after this"
     )

@@ -18,11 +18,15 @@ from pipeline.episodes.dispatch import (
     SWEEP_TASK,
 )
 from pipeline.errors import InvalidInput
+from pipeline.observe.tracing import setup_tracing
 from pipeline.settings import load_settings
 
 settings = load_settings()
 if settings.broker_url is None:
     raise InvalidInput("SGAM_BROKER_URL", "is not set: workers need a broker (redis://...)")
+# Before the pool forks: each child starts its own span exporter thread (the SDK re-creates
+# it after a fork).
+setup_tracing(settings, "sgam-worker")
 
 app = Celery("sgam", broker=settings.broker_url, include=["workers.tasks"])
 minute, hour, day_of_month, month_of_year, day_of_week = settings.consolidate_cron.split()

@@ -37,6 +37,7 @@ from pipeline.api.routes import episodes, facts, health, keys, review, subjects,
 from pipeline.db.store import Store, open_store
 from pipeline.errors import SgamError
 from pipeline.mcp import http as mcp_http
+from pipeline.observe.tracing import setup_tracing
 from pipeline.settings import Settings, load_settings
 from pipeline.ui import create_ui
 from pipeline.validation import invalid_field
@@ -59,6 +60,7 @@ and `If-Match` sends the version a write expects (412 when stale). Errors are RF
 
 def create_app(settings: Settings | None = None, store: Store | None = None) -> FastAPI:
     settings = settings or load_settings()
+    setup_tracing(settings, "sgam-api")
     store = store or open_store(settings)
     limiter = RateLimiter(settings)
     metrics = Metrics(store)
