@@ -40,6 +40,8 @@ from pipeline.extract.backends import RULES
 from pipeline.extract.choose import model
 from pipeline.extract.llm import LlmClient
 from pipeline.extract.result import ExtractionResult
+from pipeline.observe import conventions as names
+from pipeline.observe import tracing
 from pipeline.policy.apply import ACTOR, Decision, Provenance
 from pipeline.policy.decide import Lane, episode_trust
 from pipeline.validation import parse
@@ -95,9 +97,25 @@ def remember(
     store: Store, request: RememberIn | Mapping[str, Any], *, llm: LlmClient | None = None
 ) -> Remembered:
     request = parse(RememberIn, request)
-    started = time.perf_counter()
     now = store.clock()
     claimed = _claimed(request, now)
+    with tracing.span(
+        "remember",
+        attributes={
+            names.SGAM_TENANT: request.tenant_id,
+            names.SGAM_EPISODE: claimed.key[1],
+            names.SGAM_LANE: Lane.HOT.value,
+        },
+    ) as opened:
+        remembered = _remember(store, request, claimed, now, llm)
+        opened.set_attribute(names.SGAM_OUTCOME, "deferred" if remembered.deferred else "done")
+        return remembered
+
+
+def _remember(
+    store: Store, request: RememberIn, claimed: Claimed, now: datetime, llm: LlmClient | None
+) -> Remembered:
+    started = time.perf_counter()
     row = read_row(
         claimed.episode,
         trust=request.trust,

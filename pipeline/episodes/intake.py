@@ -28,6 +28,8 @@ from pipeline.episodes.drive import drive
 from pipeline.episodes.records import new_row
 from pipeline.errors import InvalidLines
 from pipeline.extract.llm import LlmClient
+from pipeline.observe import conventions as names
+from pipeline.observe import tracing
 from pipeline.policy.decide import Lane
 from pipeline.validation import invalid
 from schemas.intake import EpisodeIn
@@ -70,19 +72,25 @@ def ingest(
 ) -> IngestReport:
     """Store episodes (one or many) and hand them to the workers; receipts in input order."""
     items = [episodes] if isinstance(episodes, EpisodeIn | Mapping) else list(episodes)
-    valid, bad = parse_episodes(items, line_numbers)
-    if bad and not skip_invalid:
-        raise InvalidLines(bad)
-    report = IngestReport(invalid=bad)
-    started = time.perf_counter()
-    chunk_size = store.settings.ingest_chunk
-    for start in range(0, len(valid), chunk_size):
-        chunk = valid[start : start + chunk_size]
-        stored = store.run(partial(_store_chunk, chunk=chunk))
-        report.receipts += _hand_over(store, stored, report, llm)
-        if progress is not None:
-            progress(len(chunk))
-    _log_intake(valid, report, started)
+    with tracing.span("ingest", attributes={names.SGAM_EPISODE_COUNT: len(items)}) as opened:
+        valid, bad = parse_episodes(items, line_numbers)
+        if bad and not skip_invalid:
+            raise InvalidLines(bad)
+        report = IngestReport(invalid=bad)
+        started = time.perf_counter()
+        chunk_size = store.settings.ingest_chunk
+        for start in range(0, len(valid), chunk_size):
+            chunk = valid[start : start + chunk_size]
+            stored = store.run(partial(_store_chunk, chunk=chunk))
+            report.receipts += _hand_over(store, stored, report, llm)
+            if progress is not None:
+                progress(len(chunk))
+        if opened.is_recording():
+            tenants = {episode.tenant_id for _, episode in valid}
+            if len(tenants) == 1:
+                opened.set_attribute(names.SGAM_TENANT, tenants.pop())
+            opened.set_attribute(names.SGAM_INVALID_COUNT, len(bad))
+        _log_intake(valid, report, started)
     return report
 
 
