@@ -126,6 +126,12 @@ class CompiledForm:
     """The value comes first ("{value} is my favourite food")."""
     personal: bool
     """The form starts with I or we: the clause's subject is the speaker."""
+    probe: str
+    """A case-sensitive pattern that matches the casefolded text of any sentence in which the
+    form could match: the form's own without its value's group and its leading `\\b`; for a
+    leading value, what follows the value (a sentence holds clauses, so no anchor at its start)."""
+    initials: frozenset[str]
+    """The letters the probe's first word may start with; empty when it starts with a slot."""
 
 
 def compile_forms(catalog: Catalog) -> list[CompiledForm]:
@@ -142,7 +148,22 @@ def compile_forms(catalog: Catalog) -> list[CompiledForm]:
             if isinstance(first, Choice):
                 starts = _first_words((first,))
                 personal = bool(starts) and starts <= _SUBJECTS
-            compiled.append(CompiledForm(name, form, value_slot(parts), pattern, leading, personal))
+            probed = parts[1:] if leading else parts
+            probe = _sequence(probed, value_last=False).replace("(?P<value>", "(?:")
+            starts = _first_words(probed)
+            initials = frozenset() if "" in starts else frozenset(word[0] for word in starts)
+            compiled.append(
+                CompiledForm(
+                    name,
+                    form,
+                    value_slot(parts),
+                    pattern,
+                    leading,
+                    personal,
+                    probe + r"(?![\w'])",
+                    initials,
+                )
+            )
     return compiled
 
 

@@ -59,6 +59,9 @@ STATED = [
     ("I moved to Lisbon last year.", [("home_city", "Lisbon")]),
     ("I live in France.", [("home_country", "France")]),
     ("Pizza is my favorite food!", [("favorite_food", "Pizza")]),
+    # A value-first form is read in any sentence of a turn, not only the first.
+    ("Long day. Knitting is my passion.", [("hobbies", "Knitting")]),
+    ("My city is Paris. No, it's Lyon.", [("home_city", "Lyon")]),
 ]
 
 
