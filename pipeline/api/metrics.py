@@ -20,9 +20,10 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 from redis.exceptions import RedisError
 from sqlalchemy import func, select
-from starlette.routing import BaseRoute, Match
+from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from pipeline.api.traces import template
 from pipeline.db.models import EpisodeRow
 from pipeline.db.store import Store
 from pipeline.episodes.dispatch import CONSOLIDATE_QUEUE, EXTRACT_QUEUE
@@ -124,7 +125,4 @@ class Measure:
             self.metrics.observe(scope["method"], self._template(scope), status, elapsed)
 
     def _template(self, scope: Scope) -> str:
-        route = scope.get("route")
-        if route is None:  # refused before routing (401, 413, 429): find its route anyway
-            route = next((r for r in self.routes if r.matches(scope)[0] is Match.FULL), None)
-        return getattr(route, "path", None) or "unmatched"
+        return template(scope, self.routes) or "unmatched"
