@@ -9,7 +9,10 @@ misses SGAM_HOT_PATH_DEADLINE_MS, the episode moves to the background lane and t
 
 from __future__ import annotations
 
+import logging
+import time
 import uuid
+from collections import Counter
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
@@ -23,6 +26,7 @@ from pipeline.db.models import EPISODES, EpisodeRow, FactRow, IdempotencyRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.episodes.drive import drive
+from pipeline.episodes.lane_metrics import observe_episode
 from pipeline.episodes.process import (
     Claimed,
     decide_episode,
@@ -47,6 +51,8 @@ from pipeline.ledger.idempotency import (
     subject_forgotten_since,
     used_keys,
 )
+from pipeline.observe import conventions as names
+from pipeline.observe import tracing
 from pipeline.policy.apply import ACTOR, Decision, Provenance
 from pipeline.policy.decide import Lane, episode_trust
 from pipeline.validation import parse
@@ -55,6 +61,8 @@ from schemas.facts import Fact, Trust
 from schemas.fields import Identifier
 from schemas.lifecycle import UNFINISHED, EpisodeStatus
 from schemas.results import Rejection
+
+log = logging.getLogger("sgam.hot_path")
 
 
 class RememberIn(BaseModel):
@@ -110,6 +118,23 @@ def remember(
             return earlier
     now = store.clock()
     claimed = _claimed(request, now)
+    with tracing.span(
+        "remember",
+        attributes={
+            names.SGAM_TENANT: request.tenant_id,
+            names.SGAM_EPISODE: claimed.key[1],
+            names.SGAM_LANE: Lane.HOT.value,
+        },
+    ) as opened:
+        remembered = _remember(store, request, claimed, now, llm)
+        opened.set_attribute(names.SGAM_OUTCOME, "deferred" if remembered.deferred else "done")
+        return remembered
+
+
+def _remember(
+    store: Store, request: RememberIn, claimed: Claimed, now: datetime, llm: LlmClient | None
+) -> Remembered:
+    started = time.perf_counter()
     row = read_row(
         claimed.episode,
         trust=request.trust,
@@ -127,7 +152,10 @@ def remember(
         decided = store.run(lambda unit: _store_decided(unit, request, row, claimed, found))
         if decided is None:
             return _earlier(store, request, claimed.key[1])
-        return decided
+        answer, decisions = decided
+        if not answer.replayed:
+            _observe(claimed, "done", decisions, started)
+        return answer
     # The rules found nothing and a model is configured: commit the episode first, so that
     # a slow or failing model loses nothing.
     # Under a lease like any claim: should this process die while the model thinks, the
@@ -141,10 +169,12 @@ def remember(
     seconds = store.settings.hot_path_deadline_ms / 1000
     result = run_extraction(store, claimed.episode, fallback.within(seconds))
     if isinstance(result, LlmFailure):
+        _observe(claimed, "deferred", [], started)
         return _kept(store, request, _defer(store, claimed))
     if not isinstance(result, ExtractionResult):
         raise result
     outcome = store.run(lambda unit: finish(unit, [claimed], {claimed.key: result}))[claimed.key]
+    _observe(claimed, str(outcome.status), outcome.decisions, started)
     return _kept(store, request, _answer(claimed.key[1], result, outcome.decisions))
 
 
@@ -203,6 +233,24 @@ def _kept(store: Store, request: RememberIn, answer: Remembered) -> Remembered:
     return answer
 
 
+def _observe(claimed: Claimed, outcome: str, decisions: list[Decision], started: float) -> None:
+    """Count the hot lane's episode and its decisions, and log it (ids and counts only)."""
+    actions = [str(decision.action) for decision in decisions]
+    observe_episode(Lane.HOT.value, outcome, actions)
+    tenant_id, episode_id = claimed.key
+    log.info(
+        "episode remembered",
+        extra={
+            "tenant": tenant_id,
+            "episode_id": episode_id,
+            "lane": Lane.HOT.value,
+            "outcome": outcome,
+            "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+            "decisions": dict(Counter(actions)),
+        },
+    )
+
+
 def _claimed(request: RememberIn, now: datetime) -> Claimed:
     """The episode as extraction reads it, claimed by this request (attempt 1), with the
     user's own trust unless the caller set another."""
@@ -233,19 +281,20 @@ def _insert(unit: Unit, row: dict[str, Any]) -> bool:
 
 def _store_decided(
     unit: Unit, request: RememberIn, row: dict[str, Any], claimed: Claimed, result: ExtractionResult
-) -> Remembered | None:
+) -> tuple[Remembered, list[Decision]] | None:
     """The episode, done, its decisions and the answer kept under the idempotency key; the
     first answer for a key used since the check; None for an episode id taken."""
     earlier = _answered(unit, request)
     if earlier is not None:
-        return earlier
+        return earlier, []
     finished = row | done_columns(result) | {"finished_at": unit.clock()}
     if not _insert(unit, finished):
         return None
-    answer = _answer(claimed.key[1], result, decide_episode(unit, claimed.origin, result))
+    decisions = decide_episode(unit, claimed.origin, result)
+    answer = _answer(claimed.key[1], result, decisions)
     if request.idempotency_key is not None:
         _keep(unit, request, answer)
-    return answer
+    return answer, decisions
 
 
 def _defer(store: Store, claimed: Claimed) -> Remembered:

@@ -64,6 +64,7 @@ def extract(
 ) -> None:
     """Show the memory updates an episode would yield, kept and rejected; writes nothing."""
     from pipeline.extract import extract as run_extraction
+    from pipeline.policy.decide import Lane, episode_trust
     from pipeline.settings import load_settings
     from pipeline.validation import parse
     from schemas.episodes import Episode
@@ -81,6 +82,10 @@ def extract(
         "text": _read_text(text),
     }
     parsed = parse(Episode, {name: value for name, value in fields.items() if value is not None})
+    # The preview shows the trust the background lane would give this source (a chat message
+    # is `inferred`), not the model's default for a caller who vouches for the episode.
+    trust = episode_trust(parsed.source, None, Lane.BACKGROUND)
+    parsed = parsed.model_copy(update={"trust": trust})
     catalog, current = _stored(settings, parsed)
     result = run_extraction(
         parsed,

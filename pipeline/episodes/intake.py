@@ -9,6 +9,9 @@ not stored twice — also when two intakes race, since the database refuses the 
 
 from __future__ import annotations
 
+import logging
+import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -32,6 +35,8 @@ from pipeline.ledger.idempotency import (
     stored_keys,
     used_keys,
 )
+from pipeline.observe import conventions as names
+from pipeline.observe import tracing
 from pipeline.policy.decide import Lane
 from pipeline.validation import invalid
 from schemas.intake import EpisodeIn
@@ -39,6 +44,7 @@ from schemas.lifecycle import ReceiptStatus
 from schemas.results import IngestReport, Receipt
 
 Progress = Callable[[int], None]
+log = logging.getLogger("sgam.intake")
 
 
 def parse_episodes(
@@ -73,21 +79,58 @@ def ingest(
 ) -> IngestReport:
     """Store episodes (one or many) and hand them to the workers; receipts in input order."""
     items = [episodes] if isinstance(episodes, EpisodeIn | Mapping) else list(episodes)
-    valid, bad = parse_episodes(items, line_numbers)
-    if bad and not skip_invalid:
-        raise InvalidLines(bad)
-    report = IngestReport(invalid=bad)
-    # A key or an episode id reused for another episode refuses the whole intake before any
-    # chunk is stored (and again, under the keys' locks, as each chunk is stored).
-    store.run(lambda unit: _check_repeats(unit, [episode for _, episode in valid]))
-    chunk_size = store.settings.ingest_chunk
-    for start in range(0, len(valid), chunk_size):
-        chunk = valid[start : start + chunk_size]
-        stored = store.run(partial(_store_chunk, chunk=chunk))
-        report.receipts += _hand_over(store, stored, report, llm)
-        if progress is not None:
-            progress(len(chunk))
+    with tracing.span("ingest", attributes={names.SGAM_EPISODE_COUNT: len(items)}) as opened:
+        valid, bad = parse_episodes(items, line_numbers)
+        if bad and not skip_invalid:
+            raise InvalidLines(bad)
+        report = IngestReport(invalid=bad)
+        # A key or an episode id reused for another episode refuses the whole intake before
+        # any chunk is stored (and again, under the keys' locks, as each chunk is stored).
+        store.run(lambda unit: _check_repeats(unit, [episode for _, episode in valid]))
+        started = time.perf_counter()
+        chunk_size = store.settings.ingest_chunk
+        for start in range(0, len(valid), chunk_size):
+            chunk = valid[start : start + chunk_size]
+            stored = store.run(partial(_store_chunk, chunk=chunk))
+            report.receipts += _hand_over(store, stored, report, llm)
+            if progress is not None:
+                progress(len(chunk))
+        if opened.is_recording():
+            tenants = {episode.tenant_id for _, episode in valid}
+            if len(tenants) == 1:
+                opened.set_attribute(names.SGAM_TENANT, tenants.pop())
+            opened.set_attribute(names.SGAM_INVALID_COUNT, len(bad))
+        _log_intake(valid, report, started)
     return report
+
+
+def _log_intake(valid: list[tuple[int, EpisodeIn]], report: IngestReport, started: float) -> None:
+    """One line an intake (the tenant, and the episode when there is one); one an episode at
+    debug level. Ids and counts only."""
+    if not log.isEnabledFor(logging.INFO):
+        return
+    tenants = {episode.tenant_id for _, episode in valid}
+    single = report.receipts[0].episode_id if len(report.receipts) == 1 else None
+    log.info(
+        "episodes accepted",
+        extra={
+            "tenant": next(iter(tenants)) if len(tenants) == 1 else None,
+            "episode_id": single,
+            "episodes": dict(Counter(str(receipt.status) for receipt in report.receipts)),
+            "outcome": "broker down" if report.broker_down else "ok",
+            "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+        },
+    )
+    if log.isEnabledFor(logging.DEBUG):
+        for (_, episode), receipt in zip(valid, report.receipts, strict=False):
+            log.debug(
+                "episode accepted",
+                extra={
+                    "tenant": episode.tenant_id,
+                    "episode_id": receipt.episode_id,
+                    "outcome": str(receipt.status),
+                },
+            )
 
 
 Stored = list[tuple[Receipt, EpisodeKey | None]]

@@ -47,6 +47,18 @@ def test_nothing_kept_is_still_exit_0(
     assert (report["kept"], report["rejected"]) == ([], [])
 
 
+@pytest.mark.parametrize(
+    ("source", "trust"),
+    [("message", "inferred"), ("business_event", "verified"), ("tool_result", "untrusted")],
+)
+def test_the_preview_shows_the_trust_the_background_lane_gives_the_source(
+    capsys: pytest.CaptureFixture[str], store: Store, cli_env: Any, source: str, trust: str
+) -> None:
+    code, report = cli_json(capsys, *BASE, "--source", source, "--text", "My plan is now pro.")
+    assert code == 0
+    assert [kept["trust"] for kept in report["kept"]] == [trust]
+
+
 def test_human_table_for_a_terminal() -> None:
     from pipeline.cli.extract import table
     from pipeline.extract import extract
