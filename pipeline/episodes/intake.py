@@ -187,7 +187,8 @@ def _store_chunk(unit: Unit, *, chunk: list[tuple[int, EpisodeIn]]) -> Stored:
 
 
 def _fingerprint(episode: EpisodeIn) -> Fingerprint:
-    return Fingerprint.of(episode, kind="episode")
+    # A retry may name the id the first request's episode was stored under: the same episode.
+    return Fingerprint.of(episode, kind="episode", ignored={"episode_id"})
 
 
 def _check_repeats(unit: Unit, episodes: list[EpisodeIn]) -> None:

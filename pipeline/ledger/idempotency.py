@@ -43,16 +43,18 @@ class Fingerprint:
     shape: str
 
     @classmethod
-    def of(cls, command: BaseModel, *, kind: str | None = None) -> Fingerprint:
+    def of(
+        cls, command: BaseModel, *, kind: str | None = None, ignored: Collection[str] = ()
+    ) -> Fingerprint:
         """`kind` names the operation of a command whose fields alone could be mistaken for
-        another's (an episode sent to intake or to the hot path); a key is one operation's."""
+        another's (an episode sent to intake or to the hot path); a key is one operation's.
+        `ignored`: fields that do not make a request another one."""
         named = {"operation": kind} if kind is not None else {}
         content = _KEY_AND_CONTENT | _EPISODE_CONTENT if kind is not None else _KEY_AND_CONTENT
+        left_out = {"idempotency_key", *ignored}
         return cls(
-            digest=content_hash(
-                named | command.model_dump(mode="json", exclude={"idempotency_key"})
-            ),
-            shape=content_hash(named | command.model_dump(mode="json", exclude=content)),
+            digest=content_hash(named | command.model_dump(mode="json", exclude=left_out)),
+            shape=content_hash(named | command.model_dump(mode="json", exclude=content | left_out)),
         )
 
 
