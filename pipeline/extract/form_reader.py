@@ -139,8 +139,8 @@ class FormReader:
     ) -> FormHit:
         spec = self.catalog.attributes[form.attribute]
         span = match["value"]
-        if form.leading:
-            outside = clause[match.end("value") :]
+        if form.leading:  # "I can't say cooking is my passion": the words before count too
+            outside = clause
             prefix = ""
         else:
             prefix = clause[: match.start()]
@@ -179,8 +179,8 @@ def _refusal(prefix: str, outside: str, span: str, form: CompiledForm) -> str:
     # ("a budget of {value}") is denied by a negation just before it, not by one that belongs
     # to another verb further back.
     negation = NEGATION.search(prefix if form.personal else near)
-    if negation is None and not form.leading:
-        negation = NEGATION.match(span)
+    if negation is None:
+        negation = NEGATION.search(span) if form.leading else NEGATION.match(span)
     if negation:
         return f"negated ({negation.group(0)!r})"
     if _SHARED_SUBJECT.search(prefix):
