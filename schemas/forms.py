@@ -11,8 +11,9 @@ A form is a short pattern such as `I (work|am working) (at|for) {value}`:
   my spare time") or punctuation; `{name}` is a string value that must read as a name
   (no article, pronoun or digit first, not a common noun such as "town"), in any case;
   `{phrase}` is a string value that keeps its prepositions and possessive object ("volunteer
-  at the hospital", "walk my dog"), for activities; `{term}` is a value that must end in one of the attribute's `terms`
-  (singular or plural, any case, up to two words before it: "high school teacher");
+  at the hospital", "walk my dog"), for activities; `{term}` is a value that must end in one
+  of the attribute's `terms` (singular or plural, any case, up to two words before it: "high
+  school teacher");
 - `{count}` is a number in digits or words, or `a`/`an`/`some`, that is read but not kept;
   `{change}` is a change verb (`changed`, `increased`, `raised`, `extended`, `adjusted`, `cut`,
   `moved`, `lowered`, `reduced`, `updated`, `switched`, `bumped`) with its auxiliaries.
