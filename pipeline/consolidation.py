@@ -75,7 +75,9 @@ def consolidate(
     clock = store.clock()
     if command.now is not None and command.now > clock and not command.force:
         raise InvalidInput(
-            "now", f"is after the current time ({format_utc(clock)}); pass force to run ahead"
+            "now",
+            f"is after the current time ({format_utc(clock)}); pass force=True (--force) to "
+            "run ahead on purpose",
         )
     report = Report(now=command.now or clock, tenant_id=command.tenant_id)
     now, tenant = report.now, report.tenant_id

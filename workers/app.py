@@ -81,4 +81,4 @@ app.conf.update(
 if settings.worker_metrics_port is not None:
     from workers.metrics import serve_metrics
 
-    serve_metrics(settings.worker_metrics_port)
+    serve_metrics(settings, settings.worker_metrics_port)

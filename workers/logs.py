@@ -9,14 +9,18 @@ task's name, id and runtime, and the exception as `pipeline.logs.describe_error`
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import re
-from typing import Any
+import sys
+from typing import Any, TextIO
 
 from celery._state import get_current_task
+from celery.apps import worker as celery_worker
 from celery.signals import setup_logging
 
-from pipeline.logs import LogFormat, configure, describe_error
+from pipeline.logs import LogFormat, configure, describe_error, formatter
 
 # "ValueError('...')" → "ValueError"; "Retry in 2s: StoreBusy(...)" → "Retry in 2s".
 _CLASS = re.compile(r"^(Retry in \w+|[\w.]+)")
@@ -59,11 +63,28 @@ class TaskLines(logging.Filter):
 
 
 def install(log_format: LogFormat) -> None:
-    """Take over Celery's logging setup (`setup_logging`: Celery then configures nothing)."""
+    """SGAM's handler from now on (Celery warns before it sets logging up), and in place of
+    Celery's logging setup (`setup_logging`: Celery then configures nothing), at the level
+    the worker was given."""
 
-    def take_over(loglevel: Any = None, **_: Any) -> None:
+    def take_over(loglevel: Any = logging.WARNING, **_: Any) -> None:
         handler = configure(log_format, loglevel or logging.INFO)
         handler.addFilter(TaskIds())
         handler.addFilter(TaskLines())
 
+    take_over()
     setup_logging.connect(take_over, weak=False)
+    if log_format == "json":
+        celery_worker.safe_say = _say_as_record
+
+
+def _say_as_record(message: str, stream: TextIO | None = sys.__stderr__) -> None:
+    """What Celery's worker says from its signal handlers ('worker: Warm shutdown', ...), as a
+    JSON line: written straight to the descriptor, as Celery does there (a signal handler
+    must not take the logging module's locks)."""
+    record = logging.LogRecord("celery.worker", logging.WARNING, "", 0, message.strip(), None, None)
+    record.trace_id = record.span_id = ""
+    line = formatter("json").format(record) + "\n"
+    # As Celery's own: losing the line must not stop the shutdown.
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        os.write(stream.fileno(), line.encode())  # type: ignore[union-attr]
