@@ -94,7 +94,8 @@ def test_every_extraction_of_an_episode_is_counted(database_url: str, stub: Any)
         (row,) = pipeline.llm_usage(store).rows
     finally:
         store.dispose()
-    assert failed is not None and done is not None
+    assert failed is not None
+    assert done is not None
     assert failed["attempts"] == 3  # the answer and two re-asks
     assert [item["attempts"] for item in done["earlier"]] == [3]
     assert (row.requests, row.attempts) == (2, 3 + done["attempts"])
