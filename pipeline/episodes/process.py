@@ -298,7 +298,11 @@ def finish(
             EpisodeRow.status == EpisodeStatus.PROCESSING,
         )
         # Only what the fencing reads: the text, names and usage are not loaded again.
-        .options(load_only(EpisodeRow.status, EpisodeRow.attempts, EpisodeRow.lost_attempts))
+        .options(
+            load_only(
+                EpisodeRow.status, EpisodeRow.attempts, EpisodeRow.lost_attempts, EpisodeRow.usage
+            )
+        )
         .with_for_update()
     )
     rows = {
@@ -313,15 +317,29 @@ def finish(
             outcomes[item.key] = Outcome(ReceiptStatus.SKIPPED)
             continue
         result = extracted[item.key]
+        spent_before = row.usage
         if isinstance(result, ExtractionResult):
             with spans.current(item.key) if spans is not None else nullcontext():
                 outcomes[item.key] = _apply(unit, row, item, result)
         else:
             outcomes[item.key] = _failed(unit, row, result)
+        if row.usage is not None and row.usage is not spent_before:  # this try recorded its spend
+            row.usage = with_earlier(row.usage, spent_before)
         row.lease_until = None
         if row.status != EpisodeStatus.PENDING:
             row.finished_at = now
     return outcomes
+
+
+def with_earlier(spent: dict[str, Any], before: dict[str, Any] | None) -> dict[str, Any]:
+    """This extraction's usage with every earlier model extraction of the episode kept beside
+    it (`earlier`, oldest first): the tries that failed before a retry spent tokens too."""
+    if not before:
+        return spent
+    earlier = list(before.get("earlier", []))
+    if before.get("model"):
+        earlier.append({k: v for k, v in before.items() if k != "earlier"})
+    return spent | {"earlier": earlier} if earlier else spent
 
 
 def _apply(unit: Unit, row: EpisodeRow, item: Claimed, result: ExtractionResult) -> Outcome:
