@@ -151,7 +151,7 @@ def _store_chunk(unit: Unit, *, chunk: list[tuple[int, EpisodeIn]]) -> Stored:
             stored_id = seen.result["episode_id"]
             repeats[line] = Receipt(line=line, episode_id=stored_id, status=ReceiptStatus.DUPLICATE)
             continue
-        row = new_row(episode, lane=Lane.BACKGROUND, received_at=now)
+        row = new_row(episode, lane=Lane.BACKGROUND, received_at=now, input_seq=line)
         fresh.append((line, episode, row))
         if idempotency is not None:  # a second line with this key repeats this one
             used[(episode.tenant_id, idempotency)] = IdempotencyRow(

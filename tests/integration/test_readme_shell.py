@@ -13,7 +13,7 @@ with that reason; a command synopsis carries `<!-- readme-test: synopsis -->` an
 to be one. A transcript (a block whose first line is `$ command`) is run and must print the
 lines it shows, in order (`...` stands for lines left out, or within a line for what was
 shortened), on a terminal as shown; a transcript whose output is JSON must print the same JSON,
-timings (`*_ms`) aside.
+timings (`*_ms`) aside. A `json` block must be JSON (or JSON Lines).
 """
 
 from __future__ import annotations
@@ -291,3 +291,18 @@ def test_only_the_marked_blocks_are_left_out_and_each_says_why() -> None:
     ran = [b for b in RUNNABLE if b.marker is None]
     assert len(ran) >= 4, f"the README's runnable shell blocks were found: {ran}"
     assert any("curl " in b.text for b in ran), "the curl examples are among those run"
+
+
+def test_every_json_example_is_json() -> None:
+    """A `json` block is one JSON value or JSON Lines, as a reader would paste it into a
+    config or compare it with an answer (`…` may shorten a string, not the syntax)."""
+    broken = []
+    for block in (b for b in ALL if b.info == "json"):
+        try:
+            json.loads(block.text)
+        except ValueError:
+            try:
+                [json.loads(line) for line in block.text.splitlines() if line.strip()]
+            except ValueError as error:
+                broken.append(f"{block.name}: {error}")
+    assert not broken, f"json blocks that are not JSON: {broken}"
