@@ -187,15 +187,20 @@ def forgotten(session: Session, tenant_id: str, fact_ids: Collection[str]) -> se
 
 
 def replayed_put(
-    session: Session, tenant_id: str, result: Mapping[str, Any]
+    session: Session, tenant_id: str, result: Mapping[str, Any], *, dismissed_at: Any = None
 ) -> PutResult | ConflictError | NotFound:
     """A repeated key of a put, promote or dismiss: the first answer again — unless its fact
-    was forgotten since, which is then NotFound like any forgotten fact."""
+    was forgotten since, which is then NotFound like any forgotten fact. A dismissal hid its
+    fact itself (at `dismissed_at`): only a forget of the subject since hides its answer."""
     refused = refusal_of(result)
     if refused is not None:
         return refused
     answer = PutResult.repeated(result)
-    if forgotten(session, tenant_id, [answer.fact.fact_id]):
+    if dismissed_at is not None:
+        gone = subject_forgotten_since(session, tenant_id, answer.fact.subject, dismissed_at)
+    else:
+        gone = bool(forgotten(session, tenant_id, [answer.fact.fact_id]))
+    if gone:
         return NotFound(
             f"the fact written under this idempotency key was forgotten since "
             f"(fact {answer.fact.fact_id})"
@@ -207,6 +212,8 @@ def once(
     unit: Unit,
     command: Command,
     apply: Callable[[], PutResult | ConflictError],
+    *,
+    dismissal: bool = False,
 ) -> PutResult | ConflictError:
     """Run `apply` unless the command's key was used before. The key is locked for the whole
     transaction, so two processes sending the same key at once cannot both apply it."""
@@ -218,7 +225,10 @@ def once(
     seen = unit.session.get(IdempotencyRow, (command.tenant_id, key))
     if seen is not None:
         check_repeat(vars(seen), fingerprint, key)
-        answer = replayed_put(unit.session, command.tenant_id, seen.result)
+        dismissed_at = seen.created_at if dismissal else None
+        answer = replayed_put(
+            unit.session, command.tenant_id, seen.result, dismissed_at=dismissed_at
+        )
         if isinstance(answer, NotFound):
             raise answer
         return answer
