@@ -45,8 +45,9 @@ def llm_usage(store: Store, query: UsageQuery | Mapping[str, Any] | None = None)
     groups: dict[tuple[str, str, date], list[dict[str, Any]]] = defaultdict(list)
     with store.reading() as connection:
         for tenant_id, spent, at in connection.execute(statement):
-            if not spent.get("model") or at is None:
-                continue  # the rules: nothing spent
+            # None: not processed yet (the column's JSON null); no model: the rules.
+            if spent is None or not spent.get("model") or at is None:
+                continue
             day = _utc(at).date()
             groups[(tenant_id, spent["model"], day)].append(spent)
     rows = [_row(key, spent, store.settings) for key, spent in sorted(groups.items())]
