@@ -5,8 +5,9 @@ line, and map typed errors to problems (`problems.PROBLEMS`). The pipeline's dat
 synchronous, so handlers that touch it are plain functions that FastAPI runs in its thread
 pool; the event loop only parses, authenticates and answers.
 
-Middleware, outermost first: metrics (every request, refusals included) → authentication and
-the rate limit (before any body is read) → the body's size, type and encoding → the routes.
+Middleware, outermost first: the request's span (when tracing is on) → metrics (every
+request, refusals included) → authentication and the rate limit (before any body is read) →
+the body's size, type and encoding → the routes.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from fastapi.responses import Response
 from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute, Match, Route
 
-from pipeline.api import openapi
+from pipeline.api import docs_pages, openapi
 from pipeline.api.access import Authenticate, KeyCache
 from pipeline.api.limits import ReadBody
 from pipeline.api.metrics import Measure, Metrics
@@ -34,6 +35,7 @@ from pipeline.api.problems import (
 )
 from pipeline.api.ratelimit import RateLimiter
 from pipeline.api.routes import episodes, facts, health, keys, review, subjects, usage
+from pipeline.api.traces import Trace
 from pipeline.db.store import Store, open_store
 from pipeline.errors import SgamError
 from pipeline.mcp import http as mcp_http
@@ -51,8 +53,10 @@ and another tenant's resource is answered 404, like a missing one. Roles: reader
 context), writer (+ ingest, remember, put), reviewer (+ candidates, quarantine, promote, log),
 admin (+ forget, purge, keys).
 
-`Idempotency-Key` makes a POST, PUT or DELETE safe to retry; a fact's `version` is its `ETag`,
-and `If-Match` sends the version a write expects (412 when stale). Errors are RFC 9457
+`Idempotency-Key` makes a POST, PUT or DELETE safe to retry (the same key with another payload
+is 409). A `GET` of a single-valued attribute sends the state of its key as the `ETag`, and so
+does a `PUT`'s answer; a `PUT` sends it back in `If-Match` and is 412 when the key was written
+since (promote's `If-Match` is the quarantined fact's `version`). Errors are RFC 9457
 `application/problem+json` with a stable `type` per error class:
 
 """
@@ -78,12 +82,15 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
         version="0.1.0",
         description=DESCRIPTION + openapi.problem_table(),
         lifespan=lifespan,
+        docs_url=None,  # FastAPI's pages load their scripts from a CDN: docs_pages serves its own
+        redoc_url=None,
     )
     app.state.store, app.state.limiter, app.state.metrics = store, limiter, metrics
     app.state.key_cache = cache
     modules = (episodes, facts, review, subjects, keys, usage, health)
     for module in modules:
         app.include_router(module.router)
+    docs_pages.mount(app)  # /docs and /redoc, with nothing loaded from elsewhere
     agents, mcp_route = mcp_http.mount(app, store)  # MCP for agents, streamable HTTP at /mcp
     app.mount("/ui", create_ui(store, settings))  # the review pages, errors as pages
     routes = [route for module in modules for route in module.router.routes] + [mcp_route]
@@ -91,6 +98,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     app.add_middleware(ReadBody, limit=settings.api_max_body_bytes)
     app.add_middleware(Authenticate, store=store, limiter=limiter, cache=cache)
     app.add_middleware(Measure, metrics=metrics, routes=routes)
+    app.add_middleware(Trace, routes=routes)
     app.openapi = lambda: openapi.build(app)  # type: ignore[method-assign]
     return app
 

@@ -37,9 +37,11 @@ OPENAI = "openai"
 # `{tenant}/{agent}/{purpose}`.
 GEN_AI_MEMORY_STORE_ID = "gen_ai.memory.store.id"
 GEN_AI_MEMORY_RECORD_COUNT = "gen_ai.memory.record.count"
-SEARCH_MEMORY = "search_memory"
-UPDATE_MEMORY = "update_memory"
-UPSERT_MEMORY = "upsert_memory"
+GEN_AI_MEMORY_RECORD_ID = "gen_ai.memory.record.id"
+SEARCH_MEMORY = "search_memory"  # reads: current facts, history, the context block
+UPSERT_MEMORY = "upsert_memory"  # an episode's candidates: the policy creates or supersedes
+UPDATE_MEMORY = "update_memory"  # a known record: confirm/reject a candidate, dismiss a fact
+DELETE_MEMORY = "delete_memory"  # forgetting a subject
 
 ERROR_TYPE = "error.type"
 
@@ -58,6 +60,8 @@ MESSAGING_BATCH_MESSAGE_COUNT = "messaging.batch.message_count"
 SGAM_TENANT = "sgam.tenant.id"
 SGAM_EPISODE = "sgam.episode.id"
 SGAM_EPISODE_COUNT = "sgam.episode.count"
+SGAM_CLAIMED_COUNT = "sgam.episode.claimed_count"  # of those asked for, the ones still waiting
+SGAM_INVALID_COUNT = "sgam.episode.invalid_count"  # lines refused by validation
 SGAM_LANE = "sgam.lane"
 SGAM_EXTRACTOR = "sgam.extractor"
 SGAM_PROMPT_VERSION = "sgam.prompt.version"
@@ -67,6 +71,8 @@ SGAM_CANDIDATES_REFUSED = "sgam.candidates.refused"
 SGAM_DECISIONS = "sgam.decisions"  # sgam.decisions.<action>: how many candidates got it
 SGAM_COMMAND = "sgam.command"
 SGAM_ATTEMPT = "sgam.attempt"
+SGAM_LLM_ATTEMPTS = "sgam.llm.attempts"  # HTTP requests of one model call, retries included
+SGAM_LLM_INVALID_ANSWERS = "sgam.llm.invalid_answers"  # answers re-asked after validation
 
 
 def decisions_attribute(action: str) -> str:

@@ -37,6 +37,7 @@ Attributes = Mapping[str, str | bool | int | float | Sequence[str] | Sequence[in
 _lock = threading.Lock()
 _enabled = False
 _provider: Any = None  # the SDK's TracerProvider, once set up
+_tracer: Any = None  # SGAM's tracer from that provider
 
 
 def mode_from(environ: Mapping[str, str], sgam_otel: Mode | None) -> Mode:
@@ -57,7 +58,6 @@ def setup_tracing(
     """Install the process's tracer provider once (later calls change nothing); whether
     tracing is on. `service` names the process (`sgam-api`, `sgam-worker`, `sgam-cli`) unless
     OTEL_SERVICE_NAME does."""
-    global _enabled, _provider
     environ = os.environ if environ is None else environ
     mode = mode_from(environ, settings.otel)
     if mode == "off":
@@ -84,10 +84,23 @@ def setup_tracing(
 
             exporter = OTLPSpanExporter()
         provider.add_span_processor(BatchSpanProcessor(exporter))
-        trace.set_tracer_provider(provider)
-        _provider = provider
-        _enabled = True
+        trace.set_tracer_provider(provider)  # for libraries and log records that look there
+        enable(provider)
     return True
+
+
+def enable(provider: Any) -> None:
+    """Trace through `provider` (an SDK TracerProvider): what `setup_tracing` installs, or one
+    an application embedding SGAM (or a test) brings."""
+    global _enabled, _provider, _tracer
+    _provider, _tracer = provider, provider.get_tracer(TRACER_NAME)
+    _enabled = True
+
+
+def disable() -> None:
+    """Stop tracing (the provider is left to its owner)."""
+    global _enabled, _provider, _tracer
+    _enabled, _provider, _tracer = False, None, None
 
 
 def enabled() -> bool:
@@ -114,6 +127,9 @@ class _Quiet:
     def set_attributes(self, attributes: Attributes) -> None:
         pass
 
+    def update_name(self, name: str) -> None:
+        pass
+
     def is_recording(self) -> bool:
         return False
 
@@ -122,12 +138,6 @@ class _Quiet:
 
 
 QUIET = _Quiet()
-
-
-def _tracer() -> Any:
-    from opentelemetry import trace
-
-    return trace.get_tracer(TRACER_NAME)
 
 
 def _kind(kind: str) -> SpanKind:
@@ -148,7 +158,7 @@ def start_span(
     not made current."""
     if not _enabled:
         return QUIET
-    return _tracer().start_span(  # type: ignore[no-any-return]
+    return _tracer.start_span(  # type: ignore[no-any-return]
         name, context=parent, kind=_kind(kind), attributes=attributes, links=links
     )
 
