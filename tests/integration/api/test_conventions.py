@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx2
 import pytest
+import redis
 
 from pipeline.access.keys import create_key, revoke_key
 from pipeline.db.store import Store
@@ -279,6 +280,18 @@ def guarded(api_database: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
     stop_server(started)
 
 
+@pytest.fixture
+def address_budget() -> Iterator[None]:
+    """127.0.0.1's refused-key bucket, which every test server shares in Redis, full before
+    the test and again after it: a spent one would refuse the next test's new keys."""
+    client = redis.Redis.from_url(REDIS_URL)
+    client.delete("sgam:rate:refused:127.0.0.1")
+    yield
+    client.delete("sgam:rate:refused:127.0.0.1")
+    client.close()
+
+
+@pytest.mark.usefixtures("address_budget")
 def test_past_an_addresss_bad_key_budget_keys_accepted_before_still_pass(
     guarded: Server, store: Store, tenant: str
 ) -> None:
