@@ -80,6 +80,9 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
         version="0.1.0",
         description=DESCRIPTION + openapi.problem_table(),
         lifespan=lifespan,
+        # FastAPI's own spans record the request's path and query (subjects, search words):
+        # SGAM traces requests itself (`traces.Trace`), and no FastAPI telemetry is wanted.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.store, app.state.limiter, app.state.metrics = store, limiter, metrics
     app.state.key_cache = cache
