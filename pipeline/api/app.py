@@ -22,7 +22,7 @@ from fastapi.responses import Response
 from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute, Match, Route
 
-from pipeline.api import openapi
+from pipeline.api import docs_pages, openapi
 from pipeline.api.access import Authenticate, KeyCache
 from pipeline.api.limits import ReadBody
 from pipeline.api.metrics import Measure, Metrics
@@ -80,6 +80,8 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
         version="0.1.0",
         description=DESCRIPTION + openapi.problem_table(),
         lifespan=lifespan,
+        docs_url=None,  # FastAPI's pages load their scripts from a CDN: docs_pages serves its own
+        redoc_url=None,
         # FastAPI's own spans record the request's path and query (subjects, search words):
         # SGAM traces requests itself (`traces.Trace`), and no FastAPI telemetry is wanted.
         telemetry={"tracing": False, "metrics": False, "logs": False},
@@ -89,6 +91,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     modules = (episodes, facts, review, subjects, keys, usage, health)
     for module in modules:
         app.include_router(module.router)
+    docs_pages.mount(app)  # /docs and /redoc, with nothing loaded from elsewhere
     agents, mcp_route = mcp_http.mount(app, store)  # MCP for agents, streamable HTTP at /mcp
     app.mount("/ui", create_ui(store, settings))  # the review pages, errors as pages
     routes = [route for module in modules for route in module.router.routes] + [mcp_route]

@@ -9,6 +9,9 @@ not stored twice — also when two intakes race, since the database refuses the 
 
 from __future__ import annotations
 
+import logging
+import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -34,6 +37,7 @@ from schemas.lifecycle import ReceiptStatus
 from schemas.results import IngestReport, Receipt
 
 Progress = Callable[[int], None]
+log = logging.getLogger("sgam.intake")
 
 
 def parse_episodes(
@@ -73,6 +77,7 @@ def ingest(
         if bad and not skip_invalid:
             raise InvalidLines(bad)
         report = IngestReport(invalid=bad)
+        started = time.perf_counter()
         chunk_size = store.settings.ingest_chunk
         for start in range(0, len(valid), chunk_size):
             chunk = valid[start : start + chunk_size]
@@ -85,7 +90,37 @@ def ingest(
             if len(tenants) == 1:
                 opened.set_attribute(names.SGAM_TENANT, tenants.pop())
             opened.set_attribute(names.SGAM_INVALID_COUNT, len(bad))
+        _log_intake(valid, report, started)
     return report
+
+
+def _log_intake(valid: list[tuple[int, EpisodeIn]], report: IngestReport, started: float) -> None:
+    """One line an intake (the tenant, and the episode when there is one); one an episode at
+    debug level. Ids and counts only."""
+    if not log.isEnabledFor(logging.INFO):
+        return
+    tenants = {episode.tenant_id for _, episode in valid}
+    single = report.receipts[0].episode_id if len(report.receipts) == 1 else None
+    log.info(
+        "episodes accepted",
+        extra={
+            "tenant": next(iter(tenants)) if len(tenants) == 1 else None,
+            "episode_id": single,
+            "episodes": dict(Counter(str(receipt.status) for receipt in report.receipts)),
+            "outcome": "broker down" if report.broker_down else "ok",
+            "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+        },
+    )
+    if log.isEnabledFor(logging.DEBUG):
+        for (_, episode), receipt in zip(valid, report.receipts, strict=False):
+            log.debug(
+                "episode accepted",
+                extra={
+                    "tenant": episode.tenant_id,
+                    "episode_id": receipt.episode_id,
+                    "outcome": str(receipt.status),
+                },
+            )
 
 
 Stored = list[tuple[Receipt, EpisodeKey | None]]

@@ -7,6 +7,8 @@ only by the claim that still owns it.
 
 from __future__ import annotations
 
+import logging
+from collections import Counter
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
@@ -21,7 +23,7 @@ from pipeline.db.unit import Unit
 from pipeline.episodes.conversation import earlier_turns
 from pipeline.episodes.dispatch import EpisodeKey
 from pipeline.episodes.inflight import run_in_flight
-from pipeline.episodes.lane_metrics import observe_episode, observe_model
+from pipeline.episodes.lane_metrics import observe_episode, observe_extraction, observe_model
 from pipeline.episodes.records import as_episode, stated_on
 from pipeline.episodes.traces import (
     EpisodeSpans,
@@ -44,8 +46,11 @@ from pipeline.policy.apply import ACTOR, Decision, Provenance, apply_candidate
 from pipeline.policy.decide import Lane
 from pipeline.read.facts import get
 from schemas.episodes import Episode
+from schemas.extraction import Usage
 from schemas.lifecycle import EpisodeError, EpisodeStatus, EventKind, ReceiptStatus
 from schemas.pipeline_events import EpisodeProcessedPayload, RefusalRecord
+
+log = logging.getLogger("sgam.episodes")
 
 
 @dataclass(frozen=True)
@@ -94,8 +99,9 @@ def process_episodes(
                 with spans.current(item.key):
                     extracted[item.key] = run_extraction(store, item.episode, extractor)
             outcomes = store.run(lambda unit: finish(unit, claimed, extracted, spans))
+            observed(claimed, extracted, outcomes, spans)
             spans.end(outcomes)
-            return _observed(extracted, outcomes)
+            return outcomes
 
         def prepare(item: Claimed) -> Callable[[], Extracted]:
             # The subject's values and the conversation are read on the pool's thread, when
@@ -113,8 +119,9 @@ def process_episodes(
             done: list[Claimed], results: dict[EpisodeKey, Extracted]
         ) -> dict[EpisodeKey, Outcome]:
             outcomes = store.run(lambda unit: finish(unit, done, results, spans))
+            observed(done, results, outcomes, spans)
             spans.end(outcomes)
-            return _observed(results, outcomes)
+            return outcomes
 
         return run_in_flight(store, claimed, prepare, commit)
     except BaseException as error:
@@ -124,18 +131,48 @@ def process_episodes(
         spans.close()
 
 
-def _observed(
-    results: dict[EpisodeKey, Extracted], outcomes: dict[EpisodeKey, Outcome]
-) -> dict[EpisodeKey, Outcome]:
-    """Count what was spent on the model and how each episode ended (`lane_metrics`)."""
-    for (tenant_id, _), result in results.items():
-        if isinstance(result, ExtractionResult) and result.usage.model is not None:
-            observe_model(tenant_id, result.usage)
-        elif isinstance(result, LlmFailure):
-            observe_model(tenant_id, result.usage, result)
-    for outcome in outcomes.values():
-        observe_episode(str(outcome.status))
-    return outcomes
+def observed(
+    claimed: Sequence[Claimed],
+    results: dict[EpisodeKey, Extracted],
+    outcomes: dict[EpisodeKey, Outcome],
+    spans: EpisodeSpans,
+) -> None:
+    """Count what was spent and how each episode ended (`lane_metrics`), and log it in the
+    episode's span: one line an episode, ids, counts and the outcome only."""
+    for item in claimed:
+        tenant_id = item.key[0]
+        result, outcome = results[item.key], outcomes.get(item.key)
+        usage = result.usage if isinstance(result, ExtractionResult | LlmFailure) else None
+        if usage is not None:
+            observe_extraction(usage)
+            if usage.model is not None:
+                observe_model(tenant_id, usage, result if isinstance(result, LlmFailure) else None)
+        if outcome is None:
+            continue
+        lane = item.origin.lane.value
+        actions = [str(decision.action) for decision in outcome.decisions]
+        observe_episode(lane, str(outcome.status), actions)
+        with spans.current(item.key):
+            _log_processed(item, outcome, usage, actions)
+
+
+def _log_processed(
+    item: Claimed, outcome: Outcome, usage: Usage | None, actions: list[str]
+) -> None:
+    tenant_id, episode_id = item.key
+    log.info(
+        "episode processed",
+        extra={
+            "tenant": tenant_id,
+            "episode_id": episode_id,
+            "lane": item.origin.lane.value,
+            "outcome": str(outcome.status),
+            "extractor": usage.extractor if usage else None,
+            "duration_ms": usage.latency_ms if usage else None,
+            "decisions": dict(Counter(actions)),
+            "error": outcome.error,
+        },
+    )
 
 
 def claim(unit: Unit, keys: Sequence[EpisodeKey], lane: Lane | None = None) -> list[Claimed]:

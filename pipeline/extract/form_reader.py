@@ -86,29 +86,32 @@ class FormReader:
         # One pattern per anchor word, every form it triggers as an alternative: a turn is
         # tested with one search per anchor word it holds, not one per form.
         self._probes = {
-            word: re.compile(
-                "|".join(_unnamed(self.forms[n].pattern.pattern) for n in numbers + self._always),
-                re.IGNORECASE,
-            )
+            word: _probe([self.forms[n] for n in numbers + self._always])
             for word, numbers in self._index.items()
         }
+        self._always_probe = _probe([self.forms[n] for n in self._always])
+        self._form_probes = [_probe([form]) for form in self.forms]
 
     def may_match(self, text: str) -> bool:
-        """Whether any form matches somewhere in `text`, clauses aside: most chat turns state
-        nothing and are dismissed before they are split into clauses."""
-        if self._always and not self._index:
+        """Whether any form matches somewhere in `text`, clauses aside: a turn or a sentence
+        that matches none is never split into clauses. A text is only searched with the forms
+        of the anchor words it holds, and most chat turns hold none."""
+        folded = text.casefold()
+        if self._always and self._always_probe.search(folded):
             return True
-        return any(self._probes[word].search(text) for word in self._words(text))
+        words = self._keys.intersection(_WORDS.findall(folded.replace("’", "'")))
+        return any(self._probes[word].search(folded) for word in words)
 
     def read(self, clause: str, typed_value: TypedValue) -> list[FormHit]:
         """Every form that matches `clause`, refused or not; one standing hit per attribute,
         and a {term} reading wins over a free value read from the same words."""
         numbers = self._tried(clause)
+        folded = clause.casefold()
         hits: list[FormHit] = []
         standing: dict[str, FormHit] = {}
         for number in numbers:
             form = self.forms[number]
-            if form.attribute in standing:
+            if form.attribute in standing or not self._form_probes[number].search(folded):
                 continue
             match = form.pattern.search(clause)
             if match is None:
@@ -192,8 +195,15 @@ def _refusal(prefix: str, outside: str, span: str, form: CompiledForm) -> str:
     return ""
 
 
-def _unnamed(pattern: str) -> str:
-    return "(?:" + pattern.replace("(?P<value>", "(?:") + ")"
+def _probe(forms: list[CompiledForm]) -> re.Pattern[str]:
+    """One pattern for `forms`, searched in casefolded text: case-sensitive, so the engine
+    skips an alternative on its first letter, and at a word boundary only where one of the
+    forms' first letters stands; leading-value forms are tried at every position."""
+    initials = "".join(sorted({letter for form in forms for letter in form.initials}))
+    fixed = "|".join(f"(?:{form.probe})" for form in forms if form.initials)
+    loose = [f"(?:{form.probe})" for form in forms if not form.initials]
+    alternatives = [rf"\b(?=[{re.escape(initials)}])(?:{fixed})"] if fixed else []
+    return re.compile("|".join(alternatives + loose) or "(?!)")
 
 
 def _prefer_terms(
