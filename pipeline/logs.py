@@ -47,6 +47,16 @@ FIELDS = frozenset(
         "status",
     }
 )
+# Libraries whose records quote what they sent or were answered: instructor's error on each
+# failed attempt quotes the validation error, and with it the model's values (SGAM reports
+# those failures as typed errors instead); the HTTP clients' debug lines carry request bodies.
+QUOTING_LIBRARIES = {
+    "instructor": logging.CRITICAL + 1,  # never
+    "openai": logging.WARNING,
+    "httpx": logging.WARNING,
+    "httpx2": logging.WARNING,
+    "httpcore": logging.WARNING,
+}
 ORDER = sorted(FIELDS)  # the text format's key=value order
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -162,12 +172,15 @@ class Stderr(logging.StreamHandler[TextIO]):
 
 def handler(log_format: LogFormat) -> logging.Handler:
     """A stderr handler in the format, with the trace ids on every record; warnings are
-    routed to it too, cut to their category and place (`WarningLine`)."""
+    routed to it too, cut to their category and place (`WarningLine`), and the libraries
+    that quote data are held back (`QUOTING_LIBRARIES`)."""
     out = Stderr()
     out.setFormatter(formatter(log_format))
     out.addFilter(TraceIds())
     out.addFilter(WarningLine())
     logging.captureWarnings(True)
+    for name, level in QUOTING_LIBRARIES.items():
+        logging.getLogger(name).setLevel(level)
     return out
 
 

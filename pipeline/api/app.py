@@ -53,8 +53,10 @@ and another tenant's resource is answered 404, like a missing one. Roles: reader
 context), writer (+ ingest, remember, put), reviewer (+ candidates, quarantine, promote, log),
 admin (+ forget, purge, keys).
 
-`Idempotency-Key` makes a POST, PUT or DELETE safe to retry; a fact's `version` is its `ETag`,
-and `If-Match` sends the version a write expects (412 when stale). Errors are RFC 9457
+`Idempotency-Key` makes a POST, PUT or DELETE safe to retry (the same key with another payload
+is 409). A `GET` of a single-valued attribute sends the state of its key as the `ETag`, and so
+does a `PUT`'s answer; a `PUT` sends it back in `If-Match` and is 412 when the key was written
+since (promote's `If-Match` is the quarantined fact's `version`). Errors are RFC 9457
 `application/problem+json` with a stable `type` per error class:
 
 """

@@ -128,7 +128,10 @@ Stored = list[tuple[Receipt, EpisodeKey | None]]
 
 def _store_chunk(unit: Unit, *, chunk: list[tuple[int, EpisodeIn]]) -> Stored:
     now = unit.clock()
-    rows = [new_row(episode, lane=Lane.BACKGROUND, received_at=now) for _, episode in chunk]
+    rows = [
+        new_row(episode, lane=Lane.BACKGROUND, received_at=now, input_seq=line)
+        for line, episode in chunk
+    ]
     check_columns(EPISODES, rows)
     returned = unit.session.execute(
         unit.backend.insert_new(EPISODES).returning(EpisodeRow.tenant_id, EpisodeRow.episode_id),

@@ -16,11 +16,12 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import and_, or_, select, tuple_
+from sqlalchemy.orm import load_only
 
 from pipeline.db.models import EpisodeRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
-from pipeline.episodes.conversation import earlier_turns
+from pipeline.episodes.conversation import earlier_turns, earlier_turns_of
 from pipeline.episodes.dispatch import EpisodeKey
 from pipeline.episodes.inflight import run_in_flight
 from pipeline.episodes.lane_metrics import observe_episode, observe_extraction, observe_model
@@ -35,7 +36,7 @@ from pipeline.episodes.traces import (
 from pipeline.errors import LlmFailure, RetryableError, SgamError
 from pipeline.extract.backends import RULES
 from pipeline.extract.choose import choose
-from pipeline.extract.guards import current_values
+from pipeline.extract.guards import CurrentValues, current_values
 from pipeline.extract.llm import LlmClient
 from pipeline.extract.protocol import ExtractionContext, Extractor, LazyTurns, LazyValues
 from pipeline.extract.result import ExtractionResult
@@ -103,11 +104,10 @@ def process_episodes(
             spans.end(outcomes)
             return outcomes
 
+        contexts = batch_contexts(store, [item.episode for item in claimed])
+
         def prepare(item: Claimed) -> Callable[[], Extracted]:
-            # The subject's values and the conversation are read on the pool's thread, when
-            # the prompt is rendered: read one after another here, they would hold back every
-            # call.
-            context = context_for(store, item.episode)
+            context = contexts[item.key]
 
             def work() -> Extracted:
                 with spans.current(item.key):
@@ -241,6 +241,31 @@ def context_for(store: Store, episode: Episode) -> ExtractionContext:
     )
 
 
+def batch_contexts(
+    store: Store, episodes: Sequence[Episode]
+) -> dict[EpisodeKey, ExtractionContext]:
+    """The model's context for every episode of a claimed batch, read here at once: the
+    conversation of each session in one go, each subject's values once. Read per episode
+    on the pool's threads, they cost a transaction each and more CPU than the model call;
+    the calls of a batch are in flight together, so none of them could see what another
+    one's answer will write anyway."""
+    turns = earlier_turns_of(store, episodes)
+    values: dict[tuple[str, str, str, str], CurrentValues] = {}
+    contexts: dict[EpisodeKey, ExtractionContext] = {}
+    for episode in episodes:
+        scope = (episode.tenant_id, episode.agent_id, episode.purpose, episode.subject)
+        if scope not in values:
+            values[scope] = _current(store, episode)
+        key = (episode.tenant_id, episode.episode_id)
+        contexts[key] = ExtractionContext(
+            store.catalog,
+            values[scope],
+            day_first=store.settings.dates_day_first,
+            earlier=turns.get(key, []),
+        )
+    return contexts
+
+
 def _current(store: Store, episode: Episode) -> dict[str, list[Any]]:
     scope = {
         "tenant_id": episode.tenant_id,
@@ -272,6 +297,12 @@ def finish(
             tuple_(EpisodeRow.tenant_id, EpisodeRow.episode_id).in_(list(tokens)),
             EpisodeRow.status == EpisodeStatus.PROCESSING,
         )
+        # Only what the fencing reads: the text, names and usage are not loaded again.
+        .options(
+            load_only(
+                EpisodeRow.status, EpisodeRow.attempts, EpisodeRow.lost_attempts, EpisodeRow.usage
+            )
+        )
         .with_for_update()
     )
     rows = {
@@ -286,15 +317,29 @@ def finish(
             outcomes[item.key] = Outcome(ReceiptStatus.SKIPPED)
             continue
         result = extracted[item.key]
+        spent_before = row.usage
         if isinstance(result, ExtractionResult):
             with spans.current(item.key) if spans is not None else nullcontext():
                 outcomes[item.key] = _apply(unit, row, item, result)
         else:
             outcomes[item.key] = _failed(unit, row, result)
+        if row.usage is not None and row.usage is not spent_before:  # this try recorded its spend
+            row.usage = with_earlier(row.usage, spent_before)
         row.lease_until = None
         if row.status != EpisodeStatus.PENDING:
             row.finished_at = now
     return outcomes
+
+
+def with_earlier(spent: dict[str, Any], before: dict[str, Any] | None) -> dict[str, Any]:
+    """This extraction's usage with every earlier model extraction of the episode kept beside
+    it (`earlier`, oldest first): the tries that failed before a retry spent tokens too."""
+    if not before:
+        return spent
+    earlier = list(before.get("earlier", []))
+    if before.get("model"):
+        earlier.append({k: v for k, v in before.items() if k != "earlier"})
+    return spent | {"earlier": earlier} if earlier else spent
 
 
 def _apply(unit: Unit, row: EpisodeRow, item: Claimed, result: ExtractionResult) -> Outcome:

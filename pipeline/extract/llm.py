@@ -27,6 +27,7 @@ import httpx2
 import instructor
 import openai
 from instructor.core.exceptions import IncompleteOutputException, InstructorRetryException
+from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, ValidationError
 
 from pipeline.errors import (
@@ -100,7 +101,13 @@ class LlmClient:
             max_retries=0,  # transport retries are ours, with a deadline
             timeout=settings.llm_timeout_s,
         )
-        self._patched = instructor.from_openai(client, mode=MODES[settings.llm_mode])
+        mode = MODES[settings.llm_mode]
+        self._patched = instructor.Instructor(
+            client=client,
+            create=instructor.patch(create=_completions(client), mode=mode),
+            mode=mode,
+            provider=instructor.Provider.OPENAI,
+        )
         self._patched.on("completion:response", _on_response)
         self._patched.on("parse:error", _on_invalid)
         self._span_attributes = inference_attributes(settings)
@@ -202,6 +209,55 @@ def _spent_attributes(call: Call) -> dict[str, str | int | list[str]]:
     if call.response_model is not None:
         spent[names.GEN_AI_RESPONSE_MODEL] = call.response_model
     return spent
+
+
+def _remember_async_validator_checks() -> None:
+    """Instructor checks the response model for async validators seven times a call, walking
+    its whole class tree each time: a fifth of a call's CPU. Our response models are built
+    once per catalogue and never change, so a model that passed once passes again: the check
+    remembers the models it passed (a model that fails is checked, and fails, every time)."""
+    from instructor.v2.core import patch as patched_create
+    from instructor.v2.validation import async_validators
+
+    check = getattr(async_validators, "reject_async_validators", None)
+    if check is None or getattr(check, "remembers", False):
+        return  # another Instructor, or done already
+    passed: set[Any] = set()
+
+    def remembering(response_model: Any) -> None:
+        try:
+            if response_model in passed:
+                return
+        except TypeError:  # unhashable: not one of ours
+            check(response_model)
+            return
+        check(response_model)
+        if len(passed) > 256:  # ours are a handful (one per catalogue); anyone else's: bounded
+            passed.clear()
+        passed.add(response_model)
+
+    remembering.remembers = True  # type: ignore[attr-defined]
+    async_validators.reject_async_validators = remembering
+    if getattr(patched_create, "reject_async_validators", None) is check:
+        patched_create.reject_async_validators = remembering  # type: ignore[attr-defined]
+
+
+_remember_async_validator_checks()
+
+
+def _completions(client: openai.OpenAI) -> Callable[..., ChatCompletion]:
+    """Chat completions with the body Instructor built, sent as it is: the SDK's own
+    `chat.completions.create` first walks the whole request (the messages, the tool's JSON
+    schema) through its type transforms to send the same JSON — a quarter of a call's CPU."""
+
+    def create(*, timeout: float | None = None, **body: Any) -> ChatCompletion:
+        if timeout is None:
+            return client.post("/chat/completions", body=body, cast_to=ChatCompletion)
+        return client.post(
+            "/chat/completions", body=body, cast_to=ChatCompletion, options={"timeout": timeout}
+        )
+
+    return create
 
 
 @lru_cache(maxsize=64)

@@ -70,6 +70,7 @@ _CORRECTION = re.compile(
     r"(?:it'?s|it is|make (?:that|it))\s+(?P<rest>.+)$",
     _FLAGS,
 )
+_CORRECTION_WORDS = re.compile(r"\b(?:no|nope|actually|sorry|correction|wait|i mean)\b", _FLAGS)
 _PREFERENCE = re.compile(
     r"\b(?:i(?:\s+would|'d|\s+do|\s+really)?\s+prefer|please\s+(?:always\s+)?"
     r"(?:answer|reply|respond|write|contact|reach|send|export)|always\s+(?:answer|reply|respond))"
@@ -189,12 +190,17 @@ class RulesExtractor:
         text = episode.text
         if not (every_clause or self._forms.may_match(text) or self._builtin(text)):
             return  # most chat turns match no form at all: no need to split them
+        pieces = list(sentences(text))
         last_attribute: str | None = None
-        for sentence, start in sentences(text):
-            # A correction ("No, it's Lyon.") only follows a statement; until one is read, a
-            # sentence without a built-in form's words or a form's match states nothing.
-            builtin = last_attribute is not None or self._builtin(sentence)
-            if not (every_clause or builtin or self._forms.may_match(sentence)):
+        for sentence, start in pieces:
+            # A sentence without a built-in form's words, a form's match or (after a
+            # statement) a correction's words states nothing; a turn of one sentence passed.
+            if not (
+                every_clause
+                or len(pieces) == 1
+                or self._may_read(sentence, last_attribute)
+                or self._forms.may_match(sentence)
+            ):
                 continue
             for clause in sentence_clauses(sentence, start):
                 if clause.questioned:
@@ -203,7 +209,7 @@ class RulesExtractor:
                 found: list[_Found] = []
                 statement = (
                     self._read(clause.text, last_attribute, episode)
-                    if builtin or last_attribute is not None
+                    if self._may_read(clause.text, last_attribute)
                     else None
                 )
                 if statement is not None:
@@ -223,6 +229,13 @@ class RulesExtractor:
                         for v in hit.values
                     ]
                 yield clause, found, hits
+
+    def _may_read(self, text: str, last_attribute: str | None) -> bool:
+        """Whether the built-in readings may find something in `text`: their words, or after
+        a statement a correction's ("no, it's Lyon")."""
+        return self._builtin(text) or (
+            last_attribute is not None and _CORRECTION_WORDS.search(text) is not None
+        )
 
     def _builtin(self, text: str) -> bool:
         """Whether `text` may hold a built-in reading: `my X ...`, `X: Y` or a preference."""

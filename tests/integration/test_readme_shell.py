@@ -12,11 +12,13 @@ run here carries `<!-- readme-test: skip: REASON -->` in the README and is repor
 with that reason; a command synopsis carries `<!-- readme-test: synopsis -->` and is checked
 to be one. A transcript (a block whose first line is `$ command`) is run and must print the
 lines it shows, in order (`...` stands for lines left out, or within a line for what was
-shortened), on a terminal as shown.
+shortened), on a terminal as shown; a transcript whose output is JSON must print the same JSON,
+timings (`*_ms`) aside. A `json` block must be JSON (or JSON Lines).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import re
@@ -220,7 +222,9 @@ def test_the_readme_shell_block_runs_as_written(
     code, printed = run(script, workdir, env, tmp_path / "output.log", terminal=shown is not None)
 
     assert code == 0, failure(block, script, code, printed)
-    if shown:
+    if shown and _as_json("\n".join(shown[1])) is not None:
+        _prints_the_json(block, printed, shown[1])
+    elif shown:
         _prints_in_order(block, printed, shown[1])
 
 
@@ -232,6 +236,29 @@ def _is_a_synopsis(block: Block) -> None:
         assert command.startswith("sgam "), f"{block.name}: a synopsis line is not `sgam ...`"
     placeholders = [c for c in commands if re.search(r"\[--|\b[A-Z][A-Z_]{1,}\b", c)]
     assert placeholders, f"{block.name} is marked a synopsis but has no placeholder"
+
+
+def _as_json(text: str) -> object | None:
+    try:
+        return _untimed(json.loads(text))
+    except ValueError:
+        return None
+
+
+def _untimed(value: object) -> object:
+    """`value` without its timings, which differ from run to run."""
+    if isinstance(value, dict):
+        return {k: _untimed(v) for k, v in value.items() if not k.endswith("_ms")}
+    if isinstance(value, list):
+        return [_untimed(item) for item in value]
+    return value
+
+
+def _prints_the_json(block: Block, printed: str, shown: list[str]) -> None:
+    output = "\n".join(line for line in printed.splitlines() if not line.startswith("+ "))
+    assert _as_json(output) == _as_json("\n".join(shown)), (
+        f"{block.name}: the command printed other JSON than the transcript shows:\n{output}"
+    )
 
 
 def _prints_in_order(block: Block, printed: str, shown: list[str]) -> None:
@@ -264,3 +291,18 @@ def test_only_the_marked_blocks_are_left_out_and_each_says_why() -> None:
     ran = [b for b in RUNNABLE if b.marker is None]
     assert len(ran) >= 4, f"the README's runnable shell blocks were found: {ran}"
     assert any("curl " in b.text for b in ran), "the curl examples are among those run"
+
+
+def test_every_json_example_is_json() -> None:
+    """A `json` block is one JSON value or JSON Lines, as a reader would paste it into a
+    config or compare it with an answer (`…` may shorten a string, not the syntax)."""
+    broken = []
+    for block in (b for b in ALL if b.info == "json"):
+        try:
+            json.loads(block.text)
+        except ValueError:
+            try:
+                [json.loads(line) for line in block.text.splitlines() if line.strip()]
+            except ValueError as error:
+                broken.append(f"{block.name}: {error}")
+    assert not broken, f"json blocks that are not JSON: {broken}"

@@ -123,6 +123,7 @@ NOT_STATED = [
     "I love it.",
     "I like your style.",
     "Hey, I'm good, thanks!",
+    "I can't say cooking is my passion.",
 ]
 
 

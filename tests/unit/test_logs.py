@@ -137,3 +137,20 @@ def test_celerys_task_lines_keep_the_task_and_drop_its_arguments_and_errors(
             250.0,
         )
         assert first["outcome"] == "succeeded"
+
+
+def test_the_model_clients_libraries_are_held_back(capsys: pytest.CaptureFixture[str]) -> None:
+    root = logging.getLogger()
+    out, level = handler("json"), root.level
+    root.addHandler(out)
+    root.setLevel(logging.DEBUG)  # a worker started with --loglevel debug
+    try:
+        logging.getLogger("instructor.v2.core.retry").error(
+            "Max retries exceeded. Last error: 1 validation error input_value=%r", MARKER
+        )
+        logging.getLogger("openai._base_client").debug("Request options: %s", MARKER)
+        logging.getLogger("httpx2").info("HTTP Request: POST %s", MARKER)
+    finally:
+        root.removeHandler(out)
+        root.setLevel(level)
+    assert MARKER not in capsys.readouterr().err
