@@ -219,8 +219,8 @@ def test_a_model_call_is_a_genai_client_span_with_its_usage(
             "  ingest [internal, sgam-test]",
             "    claim [internal, sgam-test]",
             "    process_episode [internal, sgam-test]",
+            "      search_memory [internal, sgam-test]",
             "      extract [internal, sgam-test]",
-            "        search_memory [internal, sgam-test]",
             "        chat stub-model [client, sgam-test]",
             "      upsert_memory [internal, sgam-test]",
         ]
