@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import statistics
 import time
 from collections import Counter
@@ -18,8 +20,10 @@ from typing import Any
 
 from extract_tokens import TEMPLATE_TOKENS
 
+from pipeline.catalog.loader import bundled_catalog
 from pipeline.extract import extract, rules_for
 from pipeline.extract.prompting import render_messages
+from pipeline.extract.rules import RulesExtractor
 from pipeline.settings import Settings
 from schemas.catalog import Catalog
 from schemas.episodes import Episode
@@ -28,6 +32,7 @@ DEFAULT_LOCOMO = (
     Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
 )
 TokenCounter = Callable[[str], int]
+_WORDS = re.compile(r"[\w'’-]+")
 
 
 def locomo_episodes(path: Path) -> list[Episode]:
@@ -60,29 +65,53 @@ def locomo_episodes(path: Path) -> list[Episode]:
 
 
 def rules_run(episodes: list[Episode], catalog: Catalog, settings: Settings) -> dict[str, Any]:
-    """Candidates the rules extractor yields over every turn, and turns per second (one core,
-    best of three passes; compiling the rules is not timed)."""
-    rules_for(catalog, settings.dates_day_first)
-    timings = []
+    """Candidates the rules extractor yields over every turn, and turns per second: through
+    `extract` (rules, guards, the protocol), the rules alone (`RulesExtractor.propose`), and two
+    baselines timed in the same run, in turn with the rules, so that a loaded machine slows all
+    alike: splitting each turn into casefolded words (the least any reader does) and the
+    support catalogue's rules (the built-in `my X is Y` readings, no forms). Best of five
+    passes each, wall clock and CPU time of this process; compiling the rules is not timed."""
+    rules = rules_for(catalog, settings.dates_day_first)
+    support = RulesExtractor(bundled_catalog("support"))
     kept: Counter[str] = Counter()
     rejected: Counter[str] = Counter()
-    for _ in range(3):
-        kept.clear()
-        rejected.clear()
-        started = time.perf_counter()
-        for episode in episodes:
-            result = extract(episode, catalog=catalog, settings=settings, extractor="rules")
-            kept.update(candidate.attribute for candidate in result.kept)
-            rejected.update(rejection.reason.value for rejection in result.rejected)
-        timings.append(time.perf_counter() - started)
-    best = min(timings)
+    for episode in episodes:
+        result = extract(episode, catalog=catalog, settings=settings, extractor="rules")
+        kept.update(candidate.attribute for candidate in result.kept)
+        rejected.update(rejection.reason.value for rejection in result.rejected)
+    passes: dict[str, Callable[[Episode], object]] = {
+        "words (baseline)": lambda episode: _WORDS.findall(episode.text.casefold()),
+        "support rules (baseline)": lambda episode: support.propose(episode, {}),
+        "rules alone": lambda episode: rules.propose(episode, {}),
+        "extract (rules, guards, protocol)": lambda episode: extract(
+            episode, catalog=catalog, settings=settings, extractor="rules"
+        ),
+    }
+    wall: dict[str, float] = dict.fromkeys(passes, float("inf"))
+    cpu: dict[str, float] = dict.fromkeys(passes, float("inf"))
+    for _ in range(5):
+        for name, run in passes.items():
+            started, started_cpu = time.perf_counter(), time.process_time()
+            for episode in episodes:
+                run(episode)
+            wall[name] = min(wall[name], time.perf_counter() - started)
+            cpu[name] = min(cpu[name], time.process_time() - started_cpu)
+    words = len(episodes) / cpu["words (baseline)"]
     return {
         "turns": len(episodes),
         "kept": sum(kept.values()),
+        "kept_per_1000_turns": round(1000 * sum(kept.values()) / len(episodes), 1),
         "kept_by_attribute": dict(kept.most_common()),
         "rejected_by_reason": dict(rejected.most_common()),
-        "seconds": round(best, 3),
-        "turns_per_s": round(len(episodes) / best),
+        "load_average": [round(load, 1) for load in os.getloadavg()],
+        "turns_per_s": {
+            name: {
+                "wall": round(len(episodes) / wall[name]),
+                "cpu": round(len(episodes) / cpu[name]),
+                "cpu_vs_words": round(len(episodes) / cpu[name] / words, 3),
+            }
+            for name in passes
+        },
     }
 
 

@@ -15,6 +15,11 @@ A candidate **matches** its turn's gold fact when both hold:
   the same way), the words a sentence about that attribute uses.
 Numbers match as digits or words ("4 kids" ~ "four kids").
 
+An unlabelled turn (no new persona fact, says the gold) with a candidate is the false-positive
+proxy; the same share is also given counting only candidates that restate none of the
+speaker's facts labelled on earlier turns (`agg_persona_list`, by the same matching rule):
+"I'm a vegan, remember." is unlabelled because the fact was labelled before.
+
 Splits: **dev** is session 1 and the first 250 episodes of session 2 (what the forms were tuned
 on); **held-out** is session 2's episodes 250-500, which were never read while tuning.
 """
@@ -194,6 +199,8 @@ def turns(msc: Path) -> list[dict[str, Any]]:
                         "speaker": turn["id"],
                         "text": turn["text"],
                         "gold": (turn.get("persona_text") or "").strip(),
+                        # the speaker's facts labelled so far, on earlier turns
+                        "known": turn.get("agg_persona_list") or [],
                     }
                 )
     return out
@@ -227,6 +234,9 @@ def run(msc: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             else:
                 tally["unlabelled"] += 1
                 tally["unlabelled_with_any"] += bool(kept)
+                tally["unlabelled_with_unknown"] += any(
+                    not any(matches(c, fact) for fact in turn["known"]) for c in kept
+                )
                 tally["candidates_on_unlabelled"] += len(kept)
         for candidate in kept:
             ok = bool(turn["gold"]) and matches(candidate, turn["gold"])
@@ -258,6 +268,9 @@ def _ratios(per_split: dict[str, Counter[str]]) -> dict[str, dict[str, Any]]:
                 t["matching_candidates"] / max(1, t["candidates_on_labelled"]), 4
             ),
             "share_unlabelled_with_any": round(t["unlabelled_with_any"] / t["unlabelled"], 4),
+            "share_unlabelled_with_unknown": round(
+                t["unlabelled_with_unknown"] / t["unlabelled"], 4
+            ),
         }
     return out
 

@@ -36,9 +36,9 @@ from typing import Any
 import redis
 from environment import describe, machine_load, use_support_catalog
 from figures import percentile
-from pipeline_flow import LOCOMO, done_count, latencies_ms, locomo_lines, open_store_migrated
+from pipeline_flow import LOCOMO, latencies_ms, locomo_lines, open_store_migrated
 from scratch_databases import recreate
-from sqlalchemy import create_engine, func, select
+from sqlalchemy import Engine, create_engine, func, select
 
 import pipeline
 from pipeline.db.models import EpisodeRow
@@ -47,7 +47,7 @@ from pipeline.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/sgam_bench_llm"
-BROKER = "redis://127.0.0.1:6379/28"
+DEFAULT_BROKER = "redis://127.0.0.1:6379/28"
 TICK = os.sysconf("SC_CLK_TCK")
 _GRACE = timedelta(seconds=120)  # past SGAM_SWEEP_GRACE_S and any lease of a stalled claim
 
@@ -107,18 +107,20 @@ def group_cpu_s(pgid: int) -> float:
 
 
 def start_worker(
-    url: str, stub: Stub, code: Path, settings: dict[str, str]
+    url: str, broker: str, stub: Stub | None, code: Path, settings: dict[str, str]
 ) -> subprocess.Popen[bytes]:
+    """One worker of two pool processes; without `stub`, the rules read the episodes."""
     env = {
         **os.environ,
         "PYTHONPATH": str(code),
         "SGAM_DATABASE_URL": url,
-        "SGAM_BROKER_URL": BROKER,
-        "SGAM_REDIS_URL": BROKER,
-        "SGAM_LLM_BASE_URL": stub.base_url,
-        "SGAM_LLM_MODEL": "stub",
+        "SGAM_BROKER_URL": broker,
+        "SGAM_REDIS_URL": broker,
         **settings,
     }
+    env.pop("SGAM_LLM_BASE_URL", None)
+    if stub is not None:
+        env |= {"SGAM_LLM_BASE_URL": stub.base_url, "SGAM_LLM_MODEL": "stub"}
     command = [sys.executable, "-m", "celery", "-A", "workers.app", "worker", "--queues"]
     command += ["extract", "--concurrency", "2", "--loglevel", "warning"]
     command += ["--without-mingle", "--without-gossip"]
@@ -127,34 +129,49 @@ def start_worker(
     return worker
 
 
-def failed_count(url: str) -> int:
-    engine = create_engine(url)
+def settled_counts(engine: Engine) -> tuple[int, int]:
+    """(done, failed) episodes, in one query over the poller's one connection."""
     with engine.connect() as connection:
-        failed = connection.execute(
-            select(func.count()).where(EpisodeRow.status == "failed")
-        ).scalar_one()
-    engine.dispose()
-    return int(failed)
+        rows = connection.execute(
+            select(EpisodeRow.status, func.count())
+            .where(EpisodeRow.status.in_(["done", "failed"]))
+            .group_by(EpisodeRow.status)
+        ).all()
+    counts = {str(status): int(count) for status, count in rows}
+    return counts.get("done", 0), counts.get("failed", 0)
 
 
 def lane_run(
     name: str,
     url: str,
     lines: list[dict[str, Any]],
-    stub: Stub,
+    stub: Stub | None,
     *,
-    latency_s: float,
+    broker: str,
+    latency_s: float = 0.0,
     code: Path = ROOT,
     stub_rpm: float | None = None,
     settings: dict[str, str] | None = None,
     timeout_s: float = 1800,
+    profile: Path | None = None,
 ) -> dict[str, Any]:
+    """One run; `stub` None: the rules lane, the baseline the model lane's figures are read
+    against. `profile`: py-spy samples the worker's processes into that file (speedscope)."""
     recreate(url)
     open_store_migrated(url).dispose()
-    redis.Redis.from_url(BROKER).flushdb()
-    stub.configure(latency_s, stub_rpm)
-    worker = start_worker(url, stub, code, settings or {})
-    store = open_store(Settings(database_url=url, broker_url=BROKER))
+    redis.Redis.from_url(broker).flushdb()
+    if stub is not None:
+        stub.configure(latency_s, stub_rpm)
+    worker = start_worker(url, broker, stub, code, settings or {})
+    store = open_store(Settings(database_url=url, broker_url=broker))
+    poller = create_engine(url, pool_size=1)
+    spy = None
+    if profile is not None:
+        spy = subprocess.Popen(
+            [str(Path(sys.executable).with_name("py-spy")), "record", "--pid", str(worker.pid)]
+            + ["--subprocesses", "--rate", "200", "--format", "speedscope", "-o", str(profile)],
+            stdout=subprocess.DEVNULL,
+        )
     try:
         cpu_before = group_cpu_s(worker.pid)
         started = time.perf_counter()
@@ -162,8 +179,7 @@ def lane_run(
         assert {r.status for r in receipts} == {"queued"}
         swept, progress = 0, (0, time.perf_counter())
         while True:
-            done, _total = done_count(url)
-            failed = failed_count(url)
+            done, failed = settled_counts(poller)
             if done + failed >= len(lines) or time.perf_counter() - started > timeout_s:
                 break
             if done + failed > progress[0]:
@@ -174,31 +190,40 @@ def lane_run(
                 pending, stuck, _ = pipeline.sweep(store, now=datetime.now(UTC) + _GRACE)
                 swept += pending + stuck
                 progress = (done + failed, time.perf_counter())
-            time.sleep(0.1)
+            time.sleep(0.2)
         elapsed = time.perf_counter() - started
         cpu = group_cpu_s(worker.pid) - cpu_before
     finally:
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(timeout=120)
+        poller.dispose()
         store.dispose()
         os.killpg(worker.pid, signal.SIGTERM)
         worker.wait(timeout=60)
-    stats = stub.stats()
     latency = latencies_ms(url)
-    first, last = stats["first_answer_at"], stats["last_answer_at"]
-    stub_rate = (stats["answered"] - 1) / (last - first) if first and last and last > first else 0
-    return {
+    row = {
         "run": name,
         "episodes": len(lines),
         "done": done,
         "failed": failed,
         "episodes/s": done / elapsed,
-        "peak in flight": stats["peak_in_flight"],
+        "peak in flight": 0,
         "cpu ms/ep": cpu * 1000 / max(1, done),
         "p50 s": percentile(latency, 0.5) / 1000 if latency else 0.0,
         "p99 s": percentile(latency, 0.99) / 1000 if latency else 0.0,
-        "429s": stats["rejected"],
-        "stub req/s": stub_rate,
+        "429s": 0,
+        "stub req/s": 0.0,
         "re-queued": swept,
     }
+    if stub is not None:
+        stats = stub.stats()
+        first, last = stats["first_answer_at"], stats["last_answer_at"]
+        span = last - first if first and last else 0
+        row["peak in flight"] = stats["peak_in_flight"]
+        row["429s"] = stats["rejected"]
+        row["stub req/s"] = (stats["answered"] - 1) / span if span > 0 else 0.0
+    return row
 
 
 class Table(list[dict[str, Any]]):
@@ -235,19 +260,24 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--url", default=os.environ.get("SGAM_BENCH_URL", DEFAULT_URL))
-    parser.add_argument("--episodes", type=int, default=2000, help="LoCoMo turns per run")
+    parser.add_argument("--broker", default=DEFAULT_BROKER, help="Redis db: broker and budget")
+    parser.add_argument("--episodes", type=int, default=5000, help="LoCoMo turns per run")
     parser.add_argument("--latencies", type=float, nargs="+", default=[0.0, 0.4, 2.0])
-    parser.add_argument("--slow", type=int, default=200, help="episodes of the 20 s run (0: skip)")
-    parser.add_argument("--rpm-episodes", type=int, default=600, help="of the RPM run (0: skip)")
+    parser.add_argument("--slow", type=int, default=1000, help="episodes of the 20 s run (0: skip)")
+    parser.add_argument("--rpm-episodes", type=int, default=1200, help="of the RPM run (0: skip)")
+    parser.add_argument("--no-rules", action="store_true", help="skip the rules lane's run")
     parser.add_argument("--baseline", help="a git revision to measure beside this checkout")
     parser.add_argument("--baseline-episodes", type=int, default=200)
     parser.add_argument("--baseline-latencies", type=float, nargs="+", default=[0.0, 0.4])
     parser.add_argument("--locomo", type=Path, default=LOCOMO)
     parser.add_argument("--code", type=Path, default=ROOT, help="the checkout whose workers run")
     parser.add_argument("--label", default="", help="prefix of each run's name")
+    parser.add_argument("--profile", type=Path, help="a folder for py-spy profiles of each run")
     args = parser.parse_args()
     use_support_catalog()
     lines = locomo_lines(args.locomo)
+    if len(lines) < args.episodes:
+        parser.error(f"--episodes {args.episodes}: {args.locomo} has {len(lines)} turns")
     stamp = f"{datetime.now(UTC):%Y-%m-%d %H:%M}"
     described = subprocess.run(
         ["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True, text=True
@@ -256,6 +286,25 @@ def main() -> None:
     for line in describe():  # the database is made per run: its settings are not read here
         print(line)
     print(f"({machine_load()} before)")
+    if args.profile:
+        args.profile.mkdir(parents=True, exist_ok=True)
+
+    def run(name: str, count: int, stub: Stub | None, **options: Any) -> None:
+        profile = args.profile / f"{name.replace(' ', '_')}.json" if args.profile else None
+        rows.append(
+            lane_run(
+                f"{args.label}{name}",
+                args.url,
+                lines[:count],
+                stub,
+                broker=args.broker,
+                code=args.code,
+                profile=profile,
+                **options,
+            )
+        )
+        print(f"  ({machine_load()})", flush=True)
+
     stub = Stub()
     rows = Table()
     try:
@@ -270,33 +319,31 @@ def main() -> None:
             command += ["--latencies", *map(str, args.baseline_latencies)]
             env = {**os.environ, "PYTHONPATH": str(checkout)}
             subprocess.run(command, env=env, check=False)
+        if not args.no_rules:
+            run("rules", args.episodes, None)
         for latency in args.latencies:
-            rows.append(
-                lane_run(
-                    f"{args.label}{latency:g} s",
-                    args.url,
-                    lines[: args.episodes],
-                    stub,
-                    latency_s=latency,
-                    code=args.code,
-                )
-            )
+            run(f"{latency:g} s", args.episodes, stub, latency_s=latency)
         if args.slow:
-            rows.append(lane_run("20 s model", args.url, lines[: args.slow], stub, latency_s=20.0))
+            run("20 s model", args.slow, stub, latency_s=20.0)
         if args.rpm_episodes:
-            rows.append(
-                lane_run(
-                    "SGAM_LLM_RPM=600, 0.4 s",
-                    args.url,
-                    lines[: args.rpm_episodes],
-                    stub,
-                    latency_s=0.4,
-                    stub_rpm=600,
-                    settings={"SGAM_LLM_RPM": "600"},
-                )
+            run(
+                "SGAM_LLM_RPM=600, 0.4 s",
+                args.rpm_episodes,
+                stub,
+                latency_s=0.4,
+                stub_rpm=600,
+                settings={"SGAM_LLM_RPM": "600"},
             )
     finally:
         stub.stop()
+    rules = next((row for row in rows if row["run"].endswith("rules")), None)
+    if rules is not None:
+        print("against the rules lane of this run (episodes/s, worker CPU per episode):")
+        for row in rows:
+            if row is not rules:
+                speed = row["episodes/s"] / rules["episodes/s"]
+                cost = row["cpu ms/ep"] / max(rules["cpu ms/ep"], 1e-9)
+                print(f"  {row['run']:<26} {speed:6.2f}x the rate, {cost:6.2f}x the CPU")
     print(f"({machine_load()} after)")
 
 

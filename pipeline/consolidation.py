@@ -7,6 +7,8 @@ Idempotent: a second run at the same `now` finds nothing left to do and records 
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
@@ -32,6 +34,7 @@ from schemas.fields import Identifier, UtcDatetime, UtcInstant, format_utc
 from schemas.lifecycle import CandidateStatus, EpisodeError, EpisodeStatus, EventKind
 from schemas.pipeline_events import ConsolidationPayload
 
+log = logging.getLogger("sgam.consolidation")
 STEPS = ("promoted", "expired_candidates", "expired_facts", "redriven", "requeued")
 Step = Callable[[str], None]
 # A candidate that waits for sessions came from the background lane with an inferred trust
@@ -75,8 +78,11 @@ def consolidate(
     clock = store.clock()
     if command.now is not None and command.now > clock and not command.force:
         raise InvalidInput(
-            "now", f"is after the current time ({format_utc(clock)}); pass force to run ahead"
+            "now",
+            f"is after the current time ({format_utc(clock)}); pass force=True (--force) to "
+            "run ahead on purpose",
         )
+    started = time.perf_counter()
     report = Report(now=command.now or clock, tenant_id=command.tenant_id)
     now, tenant = report.now, report.tenant_id
     report.promoted = store.run(lambda unit: _promote_eligible(unit, tenant))
@@ -96,6 +102,19 @@ def consolidate(
     report.requeued = pending + stuck
     _done(step, "requeued")
     report.recorded = store.run(lambda unit: _record(unit, report, command.actor))
+    log.info(
+        "consolidated",
+        extra={
+            "tenant": tenant,
+            "decisions": {
+                "promoted": report.promoted,
+                "expired_candidates": report.expired_candidates,
+                "expired_facts": report.expired_facts,
+            },
+            "episodes": {"redriven": report.redriven, "requeued": report.requeued},
+            "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+        },
+    )
     return report
 
 

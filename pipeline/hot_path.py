@@ -9,7 +9,10 @@ misses SGAM_HOT_PATH_DEADLINE_MS, the episode moves to the background lane and t
 
 from __future__ import annotations
 
+import logging
+import time
 import uuid
+from collections import Counter
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
@@ -23,6 +26,7 @@ from pipeline.db.models import EPISODES, EpisodeRow, FactRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.episodes.drive import drive
+from pipeline.episodes.lane_metrics import observe_episode
 from pipeline.episodes.process import (
     Claimed,
     decide_episode,
@@ -36,6 +40,8 @@ from pipeline.extract.backends import RULES
 from pipeline.extract.choose import model
 from pipeline.extract.llm import LlmClient
 from pipeline.extract.result import ExtractionResult
+from pipeline.observe import conventions as names
+from pipeline.observe import tracing
 from pipeline.policy.apply import ACTOR, Decision, Provenance
 from pipeline.policy.decide import Lane, episode_trust
 from pipeline.validation import parse
@@ -44,6 +50,8 @@ from schemas.facts import Fact, Trust
 from schemas.fields import Identifier
 from schemas.lifecycle import UNFINISHED, EpisodeStatus
 from schemas.results import Rejection
+
+log = logging.getLogger("sgam.hot_path")
 
 
 class RememberIn(BaseModel):
@@ -91,6 +99,23 @@ def remember(
     request = parse(RememberIn, request)
     now = store.clock()
     claimed = _claimed(request, now)
+    with tracing.span(
+        "remember",
+        attributes={
+            names.SGAM_TENANT: request.tenant_id,
+            names.SGAM_EPISODE: claimed.key[1],
+            names.SGAM_LANE: Lane.HOT.value,
+        },
+    ) as opened:
+        remembered = _remember(store, request, claimed, now, llm)
+        opened.set_attribute(names.SGAM_OUTCOME, "deferred" if remembered.deferred else "done")
+        return remembered
+
+
+def _remember(
+    store: Store, request: RememberIn, claimed: Claimed, now: datetime, llm: LlmClient | None
+) -> Remembered:
+    started = time.perf_counter()
     row = read_row(
         claimed.episode,
         trust=request.trust,
@@ -108,6 +133,7 @@ def remember(
         decided = store.run(lambda unit: _store_decided(unit, row, claimed, found))
         if decided is None:
             return _earlier(store, request, claimed.key[1])
+        _observe(claimed, "done", decided, started)
         return _answer(claimed.key[1], found, decided)
     # The rules found nothing and a model is configured: commit the episode first, so that
     # a slow or failing model loses nothing.
@@ -119,11 +145,31 @@ def remember(
     seconds = store.settings.hot_path_deadline_ms / 1000
     result = run_extraction(store, claimed.episode, fallback.within(seconds))
     if isinstance(result, LlmFailure):
+        _observe(claimed, "deferred", [], started)
         return _defer(store, claimed)
     if not isinstance(result, ExtractionResult):
         raise result
     outcome = store.run(lambda unit: finish(unit, [claimed], {claimed.key: result}))[claimed.key]
+    _observe(claimed, str(outcome.status), outcome.decisions, started)
     return _answer(claimed.key[1], result, outcome.decisions)
+
+
+def _observe(claimed: Claimed, outcome: str, decisions: list[Decision], started: float) -> None:
+    """Count the hot lane's episode and its decisions, and log it (ids and counts only)."""
+    actions = [str(decision.action) for decision in decisions]
+    observe_episode(Lane.HOT.value, outcome, actions)
+    tenant_id, episode_id = claimed.key
+    log.info(
+        "episode remembered",
+        extra={
+            "tenant": tenant_id,
+            "episode_id": episode_id,
+            "lane": Lane.HOT.value,
+            "outcome": outcome,
+            "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+            "decisions": dict(Counter(actions)),
+        },
+    )
 
 
 def _claimed(request: RememberIn, now: datetime) -> Claimed:

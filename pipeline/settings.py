@@ -192,8 +192,23 @@ class Settings(BaseSettings):
         description="a worker serves its Prometheus metrics on this port (sgam worker "
         "--metrics-port sets it, with PROMETHEUS_MULTIPROC_DIR)",
     )
+    otel: Literal["off", "console", "otlp"] | None = Field(
+        default=None,
+        description="traces: `otlp` (to OTEL_EXPORTER_OTLP_ENDPOINT, the default when that is "
+        "set), `console` (printed on stderr) or `off`; unset and no endpoint: off",
+    )
     task_time_limit_s: int = Field(
         default=300, ge=10, description="a worker task is killed after this"
+    )
+    log_format: Literal["text", "json"] = Field(
+        default="text",
+        description="how every process logs on stderr: lines for people, or one JSON object "
+        "per line (tenant, episode, task and trace ids, outcome, duration; never a value)",
+    )
+    log_level: Literal["debug", "info", "warning", "error", "critical"] = Field(
+        default="warning",
+        description="the command line's log level (sgam serve --log-level and sgam worker "
+        "--loglevel set their own)",
     )
 
     @field_validator("llm_prompt")

@@ -6,12 +6,14 @@ A form is a short pattern such as `I (work|am working) (at|for) {value}`:
   straight or a curly apostrophe;
 - `(a|b c)` is a choice of one of its alternatives, `[a]` or `[a|b]` an optional part;
 - `{value}` is the value, read in the attribute's type: for a string it runs to the end of the
-  clause (or to the next word of the form) and stops at a conjunction, a preposition that
-  starts a new phrase, or punctuation; `{name}` is a string value that must read as a name
+  clause (or to the next word of the form) and stops at a conjunction, a preposition or a
+  possessive that starts a new phrase, a pronoun, an adverb, a verb of its own, a time ("in
+  my spare time") or punctuation; `{name}` is a string value that must read as a name
   (no article, pronoun or digit first, not a common noun such as "town"), in any case;
-  `{phrase}` is a string value that keeps its prepositions ("volunteer at the hospital"),
-  for activities; `{term}` is a value that must end in one of the attribute's `terms`
-  (singular or plural, any case, up to two words before it: "high school teacher");
+  `{phrase}` is a string value that keeps its prepositions and possessive object ("volunteer
+  at the hospital", "walk my dog"), for activities; `{term}` is a value that must end in one
+  of the attribute's `terms` (singular or plural, any case, up to two words before it: "high
+  school teacher");
 - `{count}` is a number in digits or words, or `a`/`an`/`some`, that is read but not kept;
   `{change}` is a change verb (`changed`, `increased`, `raised`, `extended`, `adjusted`, `cut`,
   `moved`, `lowered`, `reduced`, `updated`, `switched`, `bumped`) with its auxiliaries.

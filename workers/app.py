@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from celery import Celery
 from celery.schedules import crontab
+from celery.signals import worker_process_shutdown, worker_shutdown
 
 from pipeline.episodes.dispatch import (
     CONSOLIDATE_QUEUE,
@@ -18,11 +19,20 @@ from pipeline.episodes.dispatch import (
     SWEEP_TASK,
 )
 from pipeline.errors import InvalidInput
+from pipeline.observe import tracing
+from pipeline.observe.tracing import setup_tracing
 from pipeline.settings import load_settings
+from workers.logs import install as install_logging
 
 settings = load_settings()
 if settings.broker_url is None:
     raise InvalidInput("SGAM_BROKER_URL", "is not set: workers need a broker (redis://...)")
+install_logging(settings.log_format)
+# Before the pool forks: each child starts its own span exporter thread (the SDK re-creates
+# it after a fork), and sends what it has batched when it stops.
+if setup_tracing(settings, "sgam-worker"):
+    worker_process_shutdown.connect(lambda **_: tracing.shutdown(), weak=False)
+    worker_shutdown.connect(lambda **_: tracing.shutdown(), weak=False)
 
 app = Celery("sgam", broker=settings.broker_url, include=["workers.tasks"])
 minute, hour, day_of_month, month_of_year, day_of_week = settings.consolidate_cron.split()
@@ -71,4 +81,4 @@ app.conf.update(
 if settings.worker_metrics_port is not None:
     from workers.metrics import serve_metrics
 
-    serve_metrics(settings.worker_metrics_port)
+    serve_metrics(settings, settings.worker_metrics_port)

@@ -9,10 +9,18 @@ from celery import Task
 
 from pipeline.consolidation import consolidate as consolidate_all
 from pipeline.db.store import Store, open_store
-from pipeline.episodes.dispatch import CONSOLIDATE_TASK, EXTRACT_TASK, SWEEP_TASK
+from pipeline.episodes.dispatch import (
+    CONSOLIDATE_TASK,
+    EXTRACT_QUEUE,
+    EXTRACT_TASK,
+    SWEEP_TASK,
+    TRACE_HEADER,
+)
 from pipeline.episodes.drive import sweep as sweep_strays
 from pipeline.episodes.process import process_episodes
 from pipeline.errors import RetryableError
+from pipeline.observe import conventions as names
+from pipeline.observe import tracing
 from schemas.lifecycle import ReceiptStatus
 from workers.app import app, settings
 
@@ -34,7 +42,21 @@ def store() -> Store:
     retry_jitter=True,
 )
 def extract_episodes(self: Task, keys: list[list[str]]) -> None:
-    outcomes = process_episodes(store(), [(tenant, episode) for tenant, episode in keys])
+    # The trace of the intake that sent the wake-up goes on here (`dispatch.TRACE_HEADER`).
+    carried = (self.request.headers or {}).get(TRACE_HEADER)
+    with tracing.span(
+        f"process {EXTRACT_TASK}",
+        kind="consumer",
+        parent=tracing.context_from(carried),
+        attributes={
+            names.MESSAGING_SYSTEM: "celery",
+            names.MESSAGING_OPERATION_TYPE: "process",
+            names.MESSAGING_DESTINATION_NAME: EXTRACT_QUEUE,
+            names.SGAM_EPISODE_COUNT: len(keys),
+            names.SGAM_ATTEMPT: self.request.retries + 1,
+        },
+    ):
+        outcomes = process_episodes(store(), [(tenant, episode) for tenant, episode in keys])
     waiting = [
         list(key) for key, outcome in outcomes.items() if outcome.status == ReceiptStatus.PENDING
     ]
@@ -44,9 +66,12 @@ def extract_episodes(self: Task, keys: list[list[str]]) -> None:
 
 @app.task(name=SWEEP_TASK)
 def sweep() -> None:
-    sweep_strays(store())
+    # The root of the trace in which the episodes it re-queues are processed.
+    with tracing.span(f"process {SWEEP_TASK}", kind="consumer"):
+        sweep_strays(store())
 
 
 @app.task(name=CONSOLIDATE_TASK)
 def consolidate() -> None:
-    consolidate_all(store(), {})
+    with tracing.span(f"process {CONSOLIDATE_TASK}", kind="consumer"):
+        consolidate_all(store(), {})

@@ -5,8 +5,9 @@ line, and map typed errors to problems (`problems.PROBLEMS`). The pipeline's dat
 synchronous, so handlers that touch it are plain functions that FastAPI runs in its thread
 pool; the event loop only parses, authenticates and answers.
 
-Middleware, outermost first: metrics (every request, refusals included) → authentication and
-the rate limit (before any body is read) → the body's size, type and encoding → the routes.
+Middleware, outermost first: the request's span (when tracing is on) → metrics (every
+request, refusals included) → authentication and the rate limit (before any body is read) →
+the body's size, type and encoding → the routes.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException
+from starlette.routing import BaseRoute, Match, Route
 
-from pipeline.api import openapi
+from pipeline.api import docs_pages, openapi
 from pipeline.api.access import Authenticate, KeyCache
 from pipeline.api.limits import ReadBody
 from pipeline.api.metrics import Measure, Metrics
@@ -33,9 +35,11 @@ from pipeline.api.problems import (
 )
 from pipeline.api.ratelimit import RateLimiter
 from pipeline.api.routes import episodes, facts, health, keys, review, subjects, usage
+from pipeline.api.traces import Trace
 from pipeline.db.store import Store, open_store
 from pipeline.errors import SgamError
 from pipeline.mcp import http as mcp_http
+from pipeline.observe.tracing import setup_tracing
 from pipeline.settings import Settings, load_settings
 from pipeline.ui import create_ui
 from pipeline.validation import invalid_field
@@ -49,8 +53,10 @@ and another tenant's resource is answered 404, like a missing one. Roles: reader
 context), writer (+ ingest, remember, put), reviewer (+ candidates, quarantine, promote, log),
 admin (+ forget, purge, keys).
 
-`Idempotency-Key` makes a POST, PUT or DELETE safe to retry; a fact's `version` is its `ETag`,
-and `If-Match` sends the version a write expects (412 when stale). Errors are RFC 9457
+`Idempotency-Key` makes a POST, PUT or DELETE safe to retry (the same key with another payload
+is 409). A `GET` of a single-valued attribute sends the state of its key as the `ETag`, and so
+does a `PUT`'s answer; a `PUT` sends it back in `If-Match` and is 412 when the key was written
+since (promote's `If-Match` is the quarantined fact's `version`). Errors are RFC 9457
 `application/problem+json` with a stable `type` per error class:
 
 """
@@ -58,6 +64,7 @@ and `If-Match` sends the version a write expects (412 when stale). Errors are RF
 
 def create_app(settings: Settings | None = None, store: Store | None = None) -> FastAPI:
     settings = settings or load_settings()
+    setup_tracing(settings, "sgam-api")
     store = store or open_store(settings)
     limiter = RateLimiter(settings)
     metrics = Metrics(store)
@@ -75,24 +82,31 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
         version="0.1.0",
         description=DESCRIPTION + openapi.problem_table(),
         lifespan=lifespan,
+        docs_url=None,  # FastAPI's pages load their scripts from a CDN: docs_pages serves its own
+        redoc_url=None,
+        # FastAPI's own spans record the request's path and query (subjects, search words):
+        # SGAM traces requests itself (`traces.Trace`), and no FastAPI telemetry is wanted.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.store, app.state.limiter, app.state.metrics = store, limiter, metrics
     app.state.key_cache = cache
     modules = (episodes, facts, review, subjects, keys, usage, health)
     for module in modules:
         app.include_router(module.router)
+    docs_pages.mount(app)  # /docs and /redoc, with nothing loaded from elsewhere
     agents, mcp_route = mcp_http.mount(app, store)  # MCP for agents, streamable HTTP at /mcp
     app.mount("/ui", create_ui(store, settings))  # the review pages, errors as pages
-    _handle_errors(app)
+    routes = [route for module in modules for route in module.router.routes] + [mcp_route]
+    _handle_errors(app, routes)
     app.add_middleware(ReadBody, limit=settings.api_max_body_bytes)
     app.add_middleware(Authenticate, store=store, limiter=limiter, cache=cache)
-    routes = [route for module in modules for route in module.router.routes] + [mcp_route]
     app.add_middleware(Measure, metrics=metrics, routes=routes)
+    app.add_middleware(Trace, routes=routes)
     app.openapi = lambda: openapi.build(app)  # type: ignore[method-assign]
     return app
 
 
-def _handle_errors(app: FastAPI) -> None:
+def _handle_errors(app: FastAPI, routes: list[BaseRoute]) -> None:
     async def typed(request: Request, error: Exception) -> Response:
         return problem_response(error, request.url.path)
 
@@ -116,7 +130,10 @@ def _handle_errors(app: FastAPI) -> None:
         if error.status_code == 404:
             refused = NoRoute(f"no endpoint at {request.url.path}")
         elif error.status_code == 405:
-            refused = MethodNotAllowed(f"{request.method} is not allowed here")
+            allowed = _methods_at(request, routes)
+            refused = MethodNotAllowed(
+                f"{request.method} is not allowed here; use {', '.join(allowed)}", allow=allowed
+            )
         else:
             refused = MalformedRequest(str(error.detail))
         return problem_response(refused, request.url.path)
@@ -126,3 +143,14 @@ def _handle_errors(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, unreadable)
     app.add_exception_handler(HTTPException, http)
     app.add_exception_handler(Exception, typed)
+
+
+def _methods_at(request: Request, routes: list[BaseRoute]) -> list[str]:
+    """Every method some route serves at the request's path, for 405's `Allow` (RFC 9110):
+    Starlette names only the first route that matched the path, and GET and POST of one path
+    are two routes here."""
+    methods: set[str] = set()
+    for route in [*routes, *request.app.router.routes]:  # the latter: /openapi.json, /docs
+        if isinstance(route, Route) and route.matches(request.scope)[0] is not Match.NONE:
+            methods |= route.methods or set()
+    return sorted(methods)

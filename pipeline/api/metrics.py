@@ -1,9 +1,11 @@
 """Prometheus metrics at /metrics: requests and their latency per route, method and status;
-episodes by state and the broker's queue depth, read when scraped.
+the extraction lane's counters of what this service processed itself (the hot path, and every
+episode in inline mode: `pipeline.episodes.lane_metrics`); episodes by state, the buffer's size
+and the broker's queue depth, read when scraped (`pipeline.episodes.gauges`).
 
-With several server processes (`sgam serve --workers N`) the request metrics are shared
-through PROMETHEUS_MULTIPROC_DIR, which `sgam serve` sets up; the pipeline's gauges come from
-the database and the broker, so any process reports them alike.
+With several server processes (`sgam serve --workers N`) the counters are shared through
+PROMETHEUS_MULTIPROC_DIR, which `sgam serve` sets up; the gauges come from the database and
+the broker, so any process reports them alike.
 """
 
 from __future__ import annotations
@@ -11,21 +13,20 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator, Sequence
-from functools import cache
-from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
-from redis.exceptions import RedisError
 from sqlalchemy import func, select
-from starlette.routing import BaseRoute, Match
+from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from pipeline.api.traces import template
 from pipeline.db.models import EpisodeRow
 from pipeline.db.store import Store
-from pipeline.episodes.dispatch import CONSOLIDATE_QUEUE, EXTRACT_QUEUE
+from pipeline.episodes import lane_metrics
+from pipeline.episodes.gauges import StageGauges
 from schemas.lifecycle import EpisodeStatus
 
 # Seconds; the service's targets (10, 15 and 40 ms) fall on bucket edges.
@@ -50,7 +51,11 @@ class Metrics:
         )
         if shared:
             MultiProcessCollector(self.registry)  # type: ignore[no-untyped-call]
-        self.registry.register(PipelineCollector(store))
+        else:
+            for counter in lane_metrics.COUNTERS:
+                self.registry.register(counter)
+        self.registry.register(EpisodeStates(store))
+        self.registry.register(StageGauges(store))
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
         labels = (method, route, str(status))
@@ -61,9 +66,8 @@ class Metrics:
         return generate_latest(self.registry)
 
 
-class PipelineCollector(Collector):
-    """Episodes by state, from the database; the broker's queues, from Redis (when a broker
-    is configured)."""
+class EpisodeStates(Collector):
+    """Episodes by state, from the database."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -76,25 +80,6 @@ class PipelineCollector(Collector):
         for state in EpisodeStatus:
             episodes.add_metric([state.value], counts.get(state.value, 0))
         yield episodes
-        broker = self.store.settings.broker_url
-        if broker is not None and broker.startswith(("redis://", "rediss://")):
-            depth = GaugeMetricFamily(
-                "sgam_queue_depth", "Wake-ups waiting on the broker", labels=["queue"]
-            )
-            client = _broker(broker)
-            try:
-                for queue in (EXTRACT_QUEUE, CONSOLIDATE_QUEUE):
-                    depth.add_metric([queue], int(client.llen(queue)))
-            except RedisError:
-                return  # a broker that is down has no depth to report; /readyz says so
-            yield depth
-
-
-@cache
-def _broker(url: str) -> Any:
-    import redis
-
-    return redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
 
 
 class Measure:
@@ -124,7 +109,4 @@ class Measure:
             self.metrics.observe(scope["method"], self._template(scope), status, elapsed)
 
     def _template(self, scope: Scope) -> str:
-        route = scope.get("route")
-        if route is None:  # refused before routing (401, 413, 429): find its route anyway
-            route = next((r for r in self.routes if r.matches(scope)[0] is Match.FULL), None)
-        return getattr(route, "path", None) or "unmatched"
+        return template(scope, self.routes) or "unmatched"

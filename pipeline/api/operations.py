@@ -10,6 +10,7 @@ binding is checked here.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from typing import Any, Literal
 
 from pydantic import ValidationError
@@ -28,6 +29,8 @@ from pipeline.ledger.forget import ForgetResult
 from pipeline.ledger.results import PutResult
 from pipeline.ledger.slots import SlotKey
 from pipeline.ledger.state_tag import read_state_tag
+from pipeline.observe import conventions as names
+from pipeline.observe.memory import count, memory_span
 from pipeline.read.context import Context
 from pipeline.validation import invalid_field
 from schemas.facts import Fact
@@ -43,6 +46,16 @@ def _read_scope(key: ApiKey, subject: str, named: Mapping[str, Any]) -> dict[str
     (each checked like an identifier)."""
     checked = {name: identifier(name, value) for name, value in given(**named).items()}
     return bind(key, checked) | {"subject": identifier("subject", subject, subject=True)}
+
+
+def _memory(operation: str, scope: Mapping[str, Any]) -> AbstractContextManager[Any]:
+    """A GenAI memory operation span on the scope a read or write names."""
+    return memory_span(
+        operation,
+        tenant_id=scope["tenant_id"],
+        agent_id=scope.get("agent_id", "default"),
+        purpose=scope.get("purpose", "default"),
+    )
 
 
 def remember(
@@ -117,7 +130,10 @@ def facts(
     if include_quarantined and not key.allows("reviewer"):
         raise Forbidden("include_quarantined needs the reviewer role")
     query = _read_scope(key, subject, named) | given(attribute=attribute, at=at, known_at=known_at)
-    return pipeline.get(store, query | {"include_quarantined": include_quarantined})
+    with _memory(names.SEARCH_MEMORY, query) as opened:
+        found = pipeline.get(store, query | {"include_quarantined": include_quarantined})
+        count(opened, len(found))
+    return found
 
 
 def read_tag(
@@ -158,7 +174,10 @@ def history(
     query |= given(known_at=known_at)
     if versions:  # the audit trail: quarantined versions too, for the roles that may see them
         query["include_quarantined"] = key.allows("reviewer")
-    return pipeline.history(store, query, versions=versions)
+    with _memory(names.SEARCH_MEMORY, query) as opened:
+        found = pipeline.history(store, query, versions=versions)
+        count(opened, len(found))
+    return found
 
 
 def context(
@@ -172,7 +191,10 @@ def context(
 ) -> Context:
     """The cited context block; `text` joins the items as a model would be given them."""
     asked = _read_scope(key, subject, named) | given(query=query, budget_tokens=budget_tokens)
-    return pipeline.assemble(store, asked)
+    with _memory(names.SEARCH_MEMORY, asked) as opened:
+        assembled = pipeline.assemble(store, asked)
+        count(opened, len(assembled.items))
+    return assembled
 
 
 def candidates(
@@ -197,7 +219,11 @@ def decide(
     candidate_id = identifier("candidate_id", candidate_id)
     require_owned(store, key, "candidate", candidate_id)
     command = {"tenant_id": key.tenant_id, "candidate_id": candidate_id, "actor": key.key_id}
-    decided: Decided = getattr(pipeline, verb)(store, command)
+    with memory_span(
+        names.UPDATE_MEMORY, tenant_id=key.tenant_id, record_id=candidate_id
+    ) as opened:
+        decided: Decided = getattr(pipeline, verb)(store, command)
+        count(opened, 1)
     return decided
 
 
@@ -218,7 +244,10 @@ def forget(
         "purge": purge,
         "actor": key.key_id,
     }
-    return pipeline.forget(store, idempotency_key(idempotency, command))
+    with memory_span(names.DELETE_MEMORY, tenant_id=key.tenant_id) as opened:
+        forgotten = pipeline.forget(store, idempotency_key(idempotency, command))
+        count(opened, forgotten.hidden)
+    return forgotten
 
 
 def dismiss(
@@ -233,4 +262,9 @@ def dismiss(
     fact_id = identifier("fact_id", fact_id)
     require_owned(store, key, "fact", fact_id)
     command = {"tenant_id": key.tenant_id, "fact_id": fact_id, "actor": key.key_id}
-    return pipeline.dismiss(store, idempotency_key(idempotency, command | given(reason=reason)))
+    with memory_span(names.UPDATE_MEMORY, tenant_id=key.tenant_id, record_id=fact_id) as opened:
+        dismissed = pipeline.dismiss(
+            store, idempotency_key(idempotency, command | given(reason=reason))
+        )
+        count(opened, 1)
+    return dismissed

@@ -80,7 +80,11 @@ class NoRoute(ApiError):
 
 
 class MethodNotAllowed(ApiError):
-    """The path exists, the method does not."""
+    """The path exists, the method does not; `allow` lists the methods it has."""
+
+    def __init__(self, detail: str, *, allow: list[str]) -> None:
+        super().__init__(detail)
+        self.allow = allow
 
 
 class RateLimited(ApiError):
@@ -156,6 +160,8 @@ def problem(error: BaseException, instance: str) -> tuple[int, dict[str, Any], d
         headers["Retry-After"] = str(retry_after)
     if isinstance(error, Unauthorized):
         headers["WWW-Authenticate"] = 'Bearer realm="sgam"'
+    if isinstance(error, MethodNotAllowed):
+        headers["Allow"] = ", ".join(error.allow)
     return status, body, headers
 
 

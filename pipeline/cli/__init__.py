@@ -25,7 +25,9 @@ from pipeline.cli import (
     workers,
 )
 from pipeline.cli.errors import USAGE_ERROR, describe, exit_code, fail, internal
+from pipeline.cli.traces import command_span
 from pipeline.errors import SgamError
+from pipeline.observe import tracing
 
 
 @click.group(help=__doc__)
@@ -78,7 +80,8 @@ def run(args: list[str] | None = None) -> int:
             reconfigure(errors="backslashreplace")
     argv = sys.argv[1:] if args is None else args
     try:
-        code = app.main(args=argv, prog_name="sgam", standalone_mode=False)
+        with command_span(_command(argv)):
+            code = app.main(args=argv, prog_name="sgam", standalone_mode=False)
     except click.exceptions.Abort:
         return fail(130, "aborted")
     except click.ClickException as usage:
@@ -94,8 +97,16 @@ def _first_command(argv: list[str]) -> int:
     return next((index for index, arg in enumerate(argv) if not arg.startswith("-")), len(argv))
 
 
+def _command(argv: list[str]) -> str | None:
+    """The command's name if it is one of ours (a mistyped one names nothing)."""
+    index = _first_command(argv)
+    name = argv[index] if index < len(argv) else None
+    return name if name in app.commands else None
+
+
 def main() -> None:
     code = run()
+    tracing.shutdown()  # the batched spans go out before the process leaves
     # Leave without the interpreter's teardown of every loaded module (a fifth of a short
     # command's wall time): the store is closed and nothing else is pending but the output.
     sys.stdout.flush()

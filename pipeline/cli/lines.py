@@ -57,7 +57,7 @@ def _opened(path: Path, stack: ExitStack) -> IO[bytes]:
     try:
         return stack.enter_context(path.open("rb"))
     except OSError as exc:
-        raise InvalidInput("file", f"cannot be read: {exc.strerror}") from None
+        raise InvalidInput("FILE", f"{path} cannot be read: {exc.strerror}") from None
 
 
 def _parsed(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:

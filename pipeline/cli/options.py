@@ -43,8 +43,10 @@ def reviewer(command: F) -> F:
 def opened_store() -> Iterator[Store]:
     """The store named by the SGAM_* settings, closed when the command ends."""
     from pipeline.db.store import open_store
+    from pipeline.logs import configure
 
     store = open_store()
+    configure(store.settings.log_format, store.settings.log_level)
     try:
         yield store
     finally:

@@ -34,7 +34,9 @@ def serve(host: str, port: int, workers: int, access_log: bool, log_level: str) 
     Requests carry `Authorization: Bearer KEY` (see `sgam keys create`)."""
     import uvicorn
 
-    with opened_store():
+    from pipeline.logs import uvicorn_config
+
+    with opened_store() as store:
         pass  # the store is reachable and migrated, or this exits 2 or 5 saying why
     if workers > 1 and "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
         # Request metrics are counted per process; this directory lets /metrics sum them.
@@ -49,6 +51,8 @@ def serve(host: str, port: int, workers: int, access_log: bool, log_level: str) 
         workers=workers,
         access_log=access_log,
         log_level=log_level,
+        # Every server process logs through SGAM's handler, in SGAM_LOG_FORMAT.
+        log_config=uvicorn_config(store.settings.log_format, log_level),
         server_header=False,
     )
 

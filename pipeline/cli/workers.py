@@ -18,14 +18,17 @@ from pipeline.errors import InvalidInput
 def _celery(*args: str) -> None:
     from pipeline.settings import load_settings
 
-    if load_settings().broker_url is None:
+    settings = load_settings()
+    if settings.broker_url is None:
         raise InvalidInput("SGAM_BROKER_URL", "is not set: workers need a broker (redis://...)")
     # Refuse here, as `sgam serve` does, rather than report ready and fail every task: a
     # wrong URL is exit 2, a store that cannot be reached 5, an outdated schema 2.
     with opened_store():
         pass
+    # Celery's start-up banner is for people; in JSON every line on the streams is a record.
+    quiet = ["--quiet"] if settings.log_format == "json" else []
     sys.stdout.flush()
-    os.execv(sys.executable, [sys.executable, "-m", "celery", "-A", "workers.app", *args])
+    os.execv(sys.executable, [sys.executable, "-m", "celery", "-A", "workers.app", *quiet, *args])
 
 
 @click.command()

@@ -98,7 +98,14 @@ class Postgres:
         # No pre-ping: it costs a round trip per transaction. A connection found dead is
         # invalidated by SQLAlchemy and the transaction retried by `Store.run` instead.
         engine = create_engine(
-            url, pool_size=5, max_overflow=5, pool_recycle=1800, connect_args={"options": options}
+            url,
+            pool_size=5,
+            max_overflow=5,
+            pool_recycle=1800,
+            connect_args={"options": options},
+            # A driver error's message then names the statement, not its data (episode text,
+            # values): it may reach a log or a task's failure line.
+            hide_parameters=True,
         )
         # Prepared statements are planned again when a table has outgrown their plans.
         event.listen(engine, "checkout", replan.on_checkout)
@@ -172,7 +179,11 @@ class Sqlite:
                 "SGAM_DATABASE_URL", f"the directory of {database} does not exist; create it first"
             )
         # The wait for another writer's lock, like lock_timeout on Postgres; `Store.run` retries.
-        engine = create_engine(url, connect_args={"timeout": settings.lock_timeout_ms / 1000})
+        engine = create_engine(
+            url,
+            connect_args={"timeout": settings.lock_timeout_ms / 1000},
+            hide_parameters=True,  # as on PostgreSQL: an error's message never quotes the data
+        )
         event.listen(engine, "connect", _sqlite_connect)
         event.listen(engine, "begin", _sqlite_begin)
         return engine

@@ -74,6 +74,8 @@ class EpisodeRow(Base):
     prompt_version: Mapped[str | None] = mapped_column(String(64))
     usage: Mapped[dict[str, Any] | None] = mapped_column(JsonColumn())
     received_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    # Its line in the intake that brought it: orders turns of one instant received together.
+    input_seq: Mapped[int | None] = mapped_column(Integer)
     enqueued_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     started_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime)

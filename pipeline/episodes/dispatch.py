@@ -3,6 +3,11 @@ only a wake-up that may be lost, which the sweeper makes good (`states.sweep`).
 
 The pipeline names the tasks but does not import `workers` (the dependency points the other
 way): it sends by name through a producer-only Celery app.
+
+When tracing is on, each wake-up carries the trace of the intake that sent it (a `send` span's
+W3C traceparent in the message header TRACE_HEADER), and the worker continues that trace. The
+episodes of one message always come from one intake — one request, one command, one sweep —
+so a message belongs to exactly one trace; a retry of the task keeps the header.
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from pipeline.errors import StoreUnavailable
+from pipeline.observe import conventions as names
+from pipeline.observe import tracing
 
 if TYPE_CHECKING:
     from celery import Celery
@@ -21,6 +28,7 @@ SWEEP_TASK = "sgam.sweep"
 CONSOLIDATE_TASK = "sgam.consolidate"
 EXTRACT_QUEUE = "extract"
 CONSOLIDATE_QUEUE = "consolidate"
+TRACE_HEADER = "sgam_traceparent"
 
 EpisodeKey = tuple[str, str]  # (tenant_id, episode_id)
 
@@ -50,7 +58,19 @@ def send_extract(broker_url: str, keys: Sequence[EpisodeKey], batch_size: int) -
     try:
         for start in range(0, len(keys), batch_size):
             batch: list[Any] = [list(key) for key in keys[start : start + batch_size]]
-            producer.send_task(EXTRACT_TASK, args=[batch], queue=EXTRACT_QUEUE)
+            with tracing.span(
+                f"send {EXTRACT_TASK}",
+                kind="producer",
+                attributes={
+                    names.MESSAGING_SYSTEM: "celery",
+                    names.MESSAGING_OPERATION_TYPE: "send",
+                    names.MESSAGING_DESTINATION_NAME: EXTRACT_QUEUE,
+                    names.SGAM_EPISODE_COUNT: len(batch),
+                },
+            ):
+                traceparent = tracing.current_traceparent()
+                headers = {TRACE_HEADER: traceparent} if traceparent is not None else None
+                producer.send_task(EXTRACT_TASK, args=[batch], queue=EXTRACT_QUEUE, headers=headers)
             sent += 1
     except Exception as error:  # kombu raises OperationalError and socket errors alike
         raise StoreUnavailable(f"the broker is unavailable ({type(error).__name__})") from error

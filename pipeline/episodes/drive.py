@@ -4,6 +4,7 @@ process them here and now (inline mode, the embedded default) until each is `don
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,6 +21,8 @@ from pipeline.errors import NotFailed, NotFound, StoreUnavailable
 from pipeline.extract.llm import LlmClient
 from schemas.lifecycle import ReceiptStatus
 from schemas.results import Retried
+
+log = logging.getLogger("sgam.episodes")
 
 # Inline mode retries a retryable failure after these pauses (seconds), within the budget of
 # SGAM_EPISODE_MAX_ATTEMPTS attempts per episode.
@@ -115,4 +118,13 @@ def sweep(
 ) -> tuple[int, int, Driven]:
     """Queue again what waits too long: (pending re-queued, stuck re-queued, how)."""
     found = store.run(lambda unit: strays(unit, now or unit.clock(), tenant_id=tenant_id))
-    return len(found.pending), len(found.stuck), drive(store, found.keys, llm=llm)
+    driven = drive(store, found.keys, llm=llm)
+    if found.keys:  # a sweep that found nothing (the usual minute) says nothing
+        log.info(
+            "episodes swept",
+            extra={
+                "tenant": tenant_id,
+                "episodes": {"pending": len(found.pending), "stuck": len(found.stuck)},
+            },
+        )
+    return len(found.pending), len(found.stuck), driven

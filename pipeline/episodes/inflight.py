@@ -3,12 +3,14 @@
 A model call is I/O: the worker process waits for the endpoint, not for its CPU. So each
 process keeps up to `SGAM_LLM_CONCURRENCY` calls in flight on a thread pool of its own (the
 HTTP client and its connections are shared, `extract.llm.shared_client`), and commits what has
-come back while the rest are still out: one slow answer never holds a finished one hostage.
+come back while the rest are still out: one slow answer never holds a finished one hostage
+(answers that arrive within `GATHER_S` of each other share one commit).
 Threads rather than asyncio because the store, the policy and the ledger are synchronous
 SQLAlchemy, and measured, a call on a thread costs less CPU than one through an async client
-(2.4 against 3.1-3.4 ms: bench/llm_threads_vs_asyncio.py). A pool thread reads the subject's
-current values for the prompt (the store's connection pool bounds how many at once), asks the
-model and runs the guards; the commits stay on the calling thread.
+(2.4 against 3.1-3.4 ms: bench/llm_threads_vs_asyncio.py). The batch's context (the subjects'
+values, the conversation) is read before on the calling thread, at once
+(`process.batch_contexts`); a pool thread renders the prompt, asks the model and runs the
+guards; the commits stay on the calling thread.
 
 While the calls are out, a `LeaseKeeper` thread renews the claim's lease on every episode not
 yet finished, so a slow model never lets the sweeper hand a claimed episode to another worker
@@ -35,6 +37,10 @@ from schemas.lifecycle import EpisodeStatus
 
 if TYPE_CHECKING:
     from pipeline.episodes.process import Claimed, Extracted, Outcome
+
+# How long a finished answer may wait for others to share its commit: a transaction per
+# answer costs more CPU than the rest of an episode when answers come back fast.
+GATHER_S = 0.02
 
 _pools: dict[int, ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
@@ -72,6 +78,9 @@ def run_in_flight(
             waiting = set(futures)
             while waiting:
                 done, waiting = wait(waiting, return_when=FIRST_COMPLETED)
+                if waiting:  # the answers that follow within moments share the commit
+                    more, waiting = wait(waiting, timeout=GATHER_S)
+                    done |= more
                 finished = [futures[future] for future in done]
                 results = {futures[future].key: future.result() for future in done}
                 keeper.release(results)

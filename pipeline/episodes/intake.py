@@ -9,6 +9,9 @@ not stored twice — also when two intakes race, since the database refuses the 
 
 from __future__ import annotations
 
+import logging
+import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -25,6 +28,8 @@ from pipeline.episodes.drive import drive
 from pipeline.episodes.records import new_row
 from pipeline.errors import InvalidLines
 from pipeline.extract.llm import LlmClient
+from pipeline.observe import conventions as names
+from pipeline.observe import tracing
 from pipeline.policy.decide import Lane
 from pipeline.validation import invalid
 from schemas.intake import EpisodeIn
@@ -32,6 +37,7 @@ from schemas.lifecycle import ReceiptStatus
 from schemas.results import IngestReport, Receipt
 
 Progress = Callable[[int], None]
+log = logging.getLogger("sgam.intake")
 
 
 def parse_episodes(
@@ -66,18 +72,55 @@ def ingest(
 ) -> IngestReport:
     """Store episodes (one or many) and hand them to the workers; receipts in input order."""
     items = [episodes] if isinstance(episodes, EpisodeIn | Mapping) else list(episodes)
-    valid, bad = parse_episodes(items, line_numbers)
-    if bad and not skip_invalid:
-        raise InvalidLines(bad)
-    report = IngestReport(invalid=bad)
-    chunk_size = store.settings.ingest_chunk
-    for start in range(0, len(valid), chunk_size):
-        chunk = valid[start : start + chunk_size]
-        stored = store.run(partial(_store_chunk, chunk=chunk))
-        report.receipts += _hand_over(store, stored, report, llm)
-        if progress is not None:
-            progress(len(chunk))
+    with tracing.span("ingest", attributes={names.SGAM_EPISODE_COUNT: len(items)}) as opened:
+        valid, bad = parse_episodes(items, line_numbers)
+        if bad and not skip_invalid:
+            raise InvalidLines(bad)
+        report = IngestReport(invalid=bad)
+        started = time.perf_counter()
+        chunk_size = store.settings.ingest_chunk
+        for start in range(0, len(valid), chunk_size):
+            chunk = valid[start : start + chunk_size]
+            stored = store.run(partial(_store_chunk, chunk=chunk))
+            report.receipts += _hand_over(store, stored, report, llm)
+            if progress is not None:
+                progress(len(chunk))
+        if opened.is_recording():
+            tenants = {episode.tenant_id for _, episode in valid}
+            if len(tenants) == 1:
+                opened.set_attribute(names.SGAM_TENANT, tenants.pop())
+            opened.set_attribute(names.SGAM_INVALID_COUNT, len(bad))
+        _log_intake(valid, report, started)
     return report
+
+
+def _log_intake(valid: list[tuple[int, EpisodeIn]], report: IngestReport, started: float) -> None:
+    """One line an intake (the tenant, and the episode when there is one); one an episode at
+    debug level. Ids and counts only."""
+    if not log.isEnabledFor(logging.INFO):
+        return
+    tenants = {episode.tenant_id for _, episode in valid}
+    single = report.receipts[0].episode_id if len(report.receipts) == 1 else None
+    log.info(
+        "episodes accepted",
+        extra={
+            "tenant": next(iter(tenants)) if len(tenants) == 1 else None,
+            "episode_id": single,
+            "episodes": dict(Counter(str(receipt.status) for receipt in report.receipts)),
+            "outcome": "broker down" if report.broker_down else "ok",
+            "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+        },
+    )
+    if log.isEnabledFor(logging.DEBUG):
+        for (_, episode), receipt in zip(valid, report.receipts, strict=False):
+            log.debug(
+                "episode accepted",
+                extra={
+                    "tenant": episode.tenant_id,
+                    "episode_id": receipt.episode_id,
+                    "outcome": str(receipt.status),
+                },
+            )
 
 
 Stored = list[tuple[Receipt, EpisodeKey | None]]
@@ -85,7 +128,10 @@ Stored = list[tuple[Receipt, EpisodeKey | None]]
 
 def _store_chunk(unit: Unit, *, chunk: list[tuple[int, EpisodeIn]]) -> Stored:
     now = unit.clock()
-    rows = [new_row(episode, lane=Lane.BACKGROUND, received_at=now) for _, episode in chunk]
+    rows = [
+        new_row(episode, lane=Lane.BACKGROUND, received_at=now, input_seq=line)
+        for line, episode in chunk
+    ]
     check_columns(EPISODES, rows)
     returned = unit.session.execute(
         unit.backend.insert_new(EPISODES).returning(EpisodeRow.tenant_id, EpisodeRow.episode_id),

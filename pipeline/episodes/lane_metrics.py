@@ -1,6 +1,7 @@
 """Prometheus counters of the extraction lane, kept by whichever process extracts (a worker's
-pool processes, or the process in inline mode): model requests by outcome, tokens by tenant,
-model latency, and episodes processed by outcome.
+pool processes, or the process in inline mode or on the hot path): model requests by outcome,
+tokens by tenant, model latency; episodes processed by lane and outcome, the extraction's
+latency by extractor, and the policy's decisions by lane and action.
 
 In a worker started with `sgam worker --metrics-port`, PROMETHEUS_MULTIPROC_DIR is set before
 anything is imported, so every pool process writes its values to files there and the worker's
@@ -8,6 +9,8 @@ main process serves their sum (`workers.metrics`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from prometheus_client import Counter, Histogram
 
@@ -34,8 +37,24 @@ LATENCY = Histogram(
     buckets=MODEL_BUCKETS,
 )
 EPISODES = Counter(
-    "sgam_episodes_processed", "Episodes a worker finished, by outcome", ("outcome",)
+    "sgam_episodes_processed",
+    "Episodes processed, by lane and outcome (done, failed, pending: to be tried again)",
+    ("lane", "outcome"),
 )
+# Seconds; the rules take tens of microseconds, a model up to minutes.
+EXTRACTION_BUCKETS = (0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 120)
+EXTRACTION = Histogram(
+    "sgam_extraction_duration_seconds",
+    "Time one episode's extraction took, by extractor (rules or llm)",
+    ("extractor",),
+    buckets=EXTRACTION_BUCKETS,
+)
+DECISIONS = Counter(
+    "sgam_decisions",
+    "What the policy did with each candidate, by lane and action",
+    ("lane", "action"),
+)
+COUNTERS = (REQUESTS, TOKENS, LATENCY, EPISODES, EXTRACTION, DECISIONS)
 
 
 def observe_model(tenant_id: str, usage: Usage, failure: LlmFailure | None = None) -> None:
@@ -47,5 +66,11 @@ def observe_model(tenant_id: str, usage: Usage, failure: LlmFailure | None = Non
     LATENCY.labels(model).observe(usage.latency_ms / 1000)
 
 
-def observe_episode(outcome: str) -> None:
-    EPISODES.labels(outcome).inc()
+def observe_extraction(usage: Usage) -> None:
+    EXTRACTION.labels(usage.extractor.partition(":")[0]).observe(usage.latency_ms / 1000)
+
+
+def observe_episode(lane: str, outcome: str, actions: Iterable[str] = ()) -> None:
+    EPISODES.labels(lane, outcome).inc()
+    for action in actions:
+        DECISIONS.labels(lane, action).inc()

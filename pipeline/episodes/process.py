@@ -7,35 +7,51 @@ only by the claim that still owns it.
 
 from __future__ import annotations
 
+import logging
+from collections import Counter
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import and_, or_, select, tuple_
+from sqlalchemy.orm import load_only
 
 from pipeline.db.models import EpisodeRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
-from pipeline.episodes.conversation import earlier_turns
+from pipeline.episodes.conversation import earlier_turns, earlier_turns_of
 from pipeline.episodes.dispatch import EpisodeKey
 from pipeline.episodes.inflight import run_in_flight
-from pipeline.episodes.lane_metrics import observe_episode, observe_model
+from pipeline.episodes.lane_metrics import observe_episode, observe_extraction, observe_model
 from pipeline.episodes.records import as_episode, stated_on
+from pipeline.episodes.traces import (
+    EpisodeSpans,
+    extract_traced,
+    record_decisions,
+    searching,
+    upserting,
+)
 from pipeline.errors import LlmFailure, RetryableError, SgamError
 from pipeline.extract.backends import RULES
 from pipeline.extract.choose import choose
-from pipeline.extract.guards import current_values
+from pipeline.extract.guards import CurrentValues, current_values
 from pipeline.extract.llm import LlmClient
 from pipeline.extract.protocol import ExtractionContext, Extractor, LazyTurns, LazyValues
 from pipeline.extract.result import ExtractionResult
 from pipeline.ledger import events
+from pipeline.observe import conventions as names
+from pipeline.observe import tracing
 from pipeline.policy.apply import ACTOR, Decision, Provenance, apply_candidate
 from pipeline.policy.decide import Lane
 from pipeline.read.facts import get
 from schemas.episodes import Episode
+from schemas.extraction import Usage
 from schemas.lifecycle import EpisodeError, EpisodeStatus, EventKind, ReceiptStatus
 from schemas.pipeline_events import EpisodeProcessedPayload, RefusalRecord
+
+log = logging.getLogger("sgam.episodes")
 
 
 @dataclass(frozen=True)
@@ -47,6 +63,7 @@ class Outcome:
     error: str | None = None
     decisions: list[Decision] = field(default_factory=list)
     extraction: ExtractionResult | None = None
+    error_type: str | None = None  # the failure's class: all a trace may say about it
 
 
 @dataclass(frozen=True)
@@ -70,39 +87,92 @@ def process_episodes(
     work for the whole batch. A model takes as long as the endpoint does: every episode's
     call in flight at once, each committed when its answer is in (`inflight`)."""
     extractor = choose(store.settings, llm=llm)
-    claimed = store.run(lambda unit: claim(unit, keys))
+    with tracing.span("claim", attributes={names.SGAM_EPISODE_COUNT: len(keys)}) as opened:
+        claimed = store.run(lambda unit: claim(unit, keys))
+        opened.set_attribute(names.SGAM_CLAIMED_COUNT, len(claimed))
     if not claimed:
         return {}
-    if extractor is RULES:
-        extracted = {item.key: run_extraction(store, item.episode, extractor) for item in claimed}
-        return _observed(extracted, store.run(lambda unit: finish(unit, claimed, extracted)))
+    spans = EpisodeSpans(claimed)
+    try:
+        if extractor is RULES:
+            extracted: dict[EpisodeKey, Extracted] = {}
+            for item in claimed:
+                with spans.current(item.key):
+                    extracted[item.key] = run_extraction(store, item.episode, extractor)
+            outcomes = store.run(lambda unit: finish(unit, claimed, extracted, spans))
+            observed(claimed, extracted, outcomes, spans)
+            spans.end(outcomes)
+            return outcomes
 
-    def prepare(item: Claimed) -> Callable[[], Extracted]:
-        # The subject's values and the conversation are read on the pool's thread, when the
-        # prompt is rendered: read one after another here, they would hold back every call.
-        context = context_for(store, item.episode)
-        return lambda: extractor.extract(item.episode, context)
+        contexts = batch_contexts(store, [item.episode for item in claimed], spans)
 
-    def commit(
-        done: list[Claimed], results: dict[EpisodeKey, Extracted]
-    ) -> dict[EpisodeKey, Outcome]:
-        return _observed(results, store.run(lambda unit: finish(unit, done, results)))
+        def prepare(item: Claimed) -> Callable[[], Extracted]:
+            context = contexts[item.key]
 
-    return run_in_flight(store, claimed, prepare, commit)
+            def work() -> Extracted:
+                with spans.current(item.key):
+                    return extract_traced(extractor, item.episode, context)
+
+            return work
+
+        def commit(
+            done: list[Claimed], results: dict[EpisodeKey, Extracted]
+        ) -> dict[EpisodeKey, Outcome]:
+            outcomes = store.run(lambda unit: finish(unit, done, results, spans))
+            observed(done, results, outcomes, spans)
+            spans.end(outcomes)
+            return outcomes
+
+        return run_in_flight(store, claimed, prepare, commit)
+    except BaseException as error:
+        spans.close(error)
+        raise
+    finally:
+        spans.close()
 
 
-def _observed(
-    results: dict[EpisodeKey, Extracted], outcomes: dict[EpisodeKey, Outcome]
-) -> dict[EpisodeKey, Outcome]:
-    """Count what was spent on the model and how each episode ended (`lane_metrics`)."""
-    for (tenant_id, _), result in results.items():
-        if isinstance(result, ExtractionResult) and result.usage.model is not None:
-            observe_model(tenant_id, result.usage)
-        elif isinstance(result, LlmFailure):
-            observe_model(tenant_id, result.usage, result)
-    for outcome in outcomes.values():
-        observe_episode(str(outcome.status))
-    return outcomes
+def observed(
+    claimed: Sequence[Claimed],
+    results: dict[EpisodeKey, Extracted],
+    outcomes: dict[EpisodeKey, Outcome],
+    spans: EpisodeSpans,
+) -> None:
+    """Count what was spent and how each episode ended (`lane_metrics`), and log it in the
+    episode's span: one line an episode, ids, counts and the outcome only."""
+    for item in claimed:
+        tenant_id = item.key[0]
+        result, outcome = results[item.key], outcomes.get(item.key)
+        usage = result.usage if isinstance(result, ExtractionResult | LlmFailure) else None
+        if usage is not None:
+            observe_extraction(usage)
+            if usage.model is not None:
+                observe_model(tenant_id, usage, result if isinstance(result, LlmFailure) else None)
+        if outcome is None:
+            continue
+        lane = item.origin.lane.value
+        actions = [str(decision.action) for decision in outcome.decisions]
+        observe_episode(lane, str(outcome.status), actions)
+        with spans.current(item.key):
+            _log_processed(item, outcome, usage, actions)
+
+
+def _log_processed(
+    item: Claimed, outcome: Outcome, usage: Usage | None, actions: list[str]
+) -> None:
+    tenant_id, episode_id = item.key
+    log.info(
+        "episode processed",
+        extra={
+            "tenant": tenant_id,
+            "episode_id": episode_id,
+            "lane": item.origin.lane.value,
+            "outcome": str(outcome.status),
+            "extractor": usage.extractor if usage else None,
+            "duration_ms": usage.latency_ms if usage else None,
+            "decisions": dict(Counter(actions)),
+            "error": outcome.error,
+        },
+    )
 
 
 def claim(unit: Unit, keys: Sequence[EpisodeKey], lane: Lane | None = None) -> list[Claimed]:
@@ -154,7 +224,7 @@ def claimed_from(row: EpisodeRow) -> Claimed:
 def run_extraction(store: Store, episode: Episode, extractor: Extractor) -> Extracted:
     """Candidates for one episode; a failure is returned, to be recorded on the episode."""
     try:
-        return extractor.extract(episode, context_for(store, episode))
+        return extract_traced(extractor, episode, context_for(store, episode))
     except Exception as error:  # recorded on the episode, which stays retryable
         return error
 
@@ -171,6 +241,33 @@ def context_for(store: Store, episode: Episode) -> ExtractionContext:
     )
 
 
+def batch_contexts(
+    store: Store, episodes: Sequence[Episode], spans: EpisodeSpans | None = None
+) -> dict[EpisodeKey, ExtractionContext]:
+    """The model's context for every episode of a claimed batch, read here at once: the
+    conversation of each session in one go, each subject's values once. Read per episode
+    on the pool's threads, they cost a transaction each and more CPU than the model call;
+    the calls of a batch are in flight together, so none of them could see what another
+    one's answer will write anyway. A subject's read is traced in the span of the first of
+    its episodes (of `spans`, if given)."""
+    turns = earlier_turns_of(store, episodes)
+    values: dict[tuple[str, str, str, str], CurrentValues] = {}
+    contexts: dict[EpisodeKey, ExtractionContext] = {}
+    for episode in episodes:
+        scope = (episode.tenant_id, episode.agent_id, episode.purpose, episode.subject)
+        key = (episode.tenant_id, episode.episode_id)
+        if scope not in values:
+            with spans.current(key) if spans is not None else nullcontext():
+                values[scope] = _current(store, episode)
+        contexts[key] = ExtractionContext(
+            store.catalog,
+            values[scope],
+            day_first=store.settings.dates_day_first,
+            earlier=turns.get(key, []),
+        )
+    return contexts
+
+
 def _current(store: Store, episode: Episode) -> dict[str, list[Any]]:
     scope = {
         "tenant_id": episode.tenant_id,
@@ -178,13 +275,20 @@ def _current(store: Store, episode: Episode) -> dict[str, list[Any]]:
         "purpose": episode.purpose,
         "subject": episode.subject,
     }
-    return current_values(get(store, scope))
+    with searching(episode) as opened:
+        facts = get(store, scope)
+        opened.set_attribute(names.GEN_AI_MEMORY_RECORD_COUNT, len(facts))
+    return current_values(facts)
 
 
 def finish(
-    unit: Unit, claimed: Sequence[Claimed], extracted: dict[EpisodeKey, Extracted]
+    unit: Unit,
+    claimed: Sequence[Claimed],
+    extracted: dict[EpisodeKey, Extracted],
+    spans: EpisodeSpans | None = None,
 ) -> dict[EpisodeKey, Outcome]:
-    """Apply and record every episode this claim still owns, in the caller's unit of work."""
+    """Apply and record every episode this claim still owns, in the caller's unit of work
+    (each under its own span of `spans`, if given, else under the current span)."""
     if not claimed:
         return {}
     now = unit.clock()
@@ -194,6 +298,12 @@ def finish(
         .where(
             tuple_(EpisodeRow.tenant_id, EpisodeRow.episode_id).in_(list(tokens)),
             EpisodeRow.status == EpisodeStatus.PROCESSING,
+        )
+        # Only what the fencing reads: the text, names and usage are not loaded again.
+        .options(
+            load_only(
+                EpisodeRow.status, EpisodeRow.attempts, EpisodeRow.lost_attempts, EpisodeRow.usage
+            )
         )
         .with_for_update()
     )
@@ -209,14 +319,29 @@ def finish(
             outcomes[item.key] = Outcome(ReceiptStatus.SKIPPED)
             continue
         result = extracted[item.key]
+        spent_before = row.usage
         if isinstance(result, ExtractionResult):
-            outcomes[item.key] = _apply(unit, row, item, result)
+            with spans.current(item.key) if spans is not None else nullcontext():
+                outcomes[item.key] = _apply(unit, row, item, result)
         else:
             outcomes[item.key] = _failed(unit, row, result)
+        if row.usage is not None and row.usage is not spent_before:  # this try recorded its spend
+            row.usage = with_earlier(row.usage, spent_before)
         row.lease_until = None
         if row.status != EpisodeStatus.PENDING:
             row.finished_at = now
     return outcomes
+
+
+def with_earlier(spent: dict[str, Any], before: dict[str, Any] | None) -> dict[str, Any]:
+    """This extraction's usage with every earlier model extraction of the episode kept beside
+    it (`earlier`, oldest first): the tries that failed before a retry spent tokens too."""
+    if not before:
+        return spent
+    earlier = list(before.get("earlier", []))
+    if before.get("model"):
+        earlier.append({k: v for k, v in before.items() if k != "earlier"})
+    return spent | {"earlier": earlier} if earlier else spent
 
 
 def _apply(unit: Unit, row: EpisodeRow, item: Claimed, result: ExtractionResult) -> Outcome:
@@ -230,10 +355,14 @@ def decide_episode(unit: Unit, origin: Provenance, result: ExtractionResult) -> 
     """Apply the policy to every candidate of one episode, and log what was decided."""
     usage = result.usage
     origin = replace(origin, extractor=usage.extractor)
-    with unit.deciding_for(origin.episode_id, usage.prompt_version):
+    with (
+        upserting(origin.episode, usage.prompt_version) as opened,
+        unit.deciding_for(origin.episode_id, usage.prompt_version),
+    ):
         decisions = [apply_candidate(unit, origin, candidate) for candidate in result.kept]
         if decisions or result.rejected:  # chatter with nothing to decide leaves no record
             _record(unit, origin, result, decisions)
+        record_decisions(opened, len(result.kept), decisions)
     return decisions
 
 
@@ -288,7 +417,7 @@ def _failed(unit: Unit, row: EpisodeRow, error: BaseException) -> Outcome:
     row.error_kind = EpisodeError.RETRYABLE if retryable else EpisodeError.PERMANENT
     if isinstance(error, LlmFailure):
         row.usage = error.usage.model_dump(mode="json")
-    return Outcome(ReceiptStatus(row.status), row.last_error)
+    return Outcome(ReceiptStatus(row.status), row.last_error, error_type=type(error).__name__)
 
 
 def describe(error: BaseException) -> str:

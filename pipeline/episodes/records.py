@@ -21,9 +21,11 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def new_row(episode: EpisodeIn, *, lane: Lane, received_at: datetime) -> dict[str, Any]:
-    """The row of a newly received episode, `pending`."""
-    return _row(
+def new_row(
+    episode: EpisodeIn, *, lane: Lane, received_at: datetime, input_seq: int | None = None
+) -> dict[str, Any]:
+    """The row of a newly received episode, `pending`; `input_seq`: its line in the intake."""
+    row = _row(
         episode,
         episode_id=episode.episode_id or str(uuid.uuid4()),
         trust=episode.trust,
@@ -33,6 +35,7 @@ def new_row(episode: EpisodeIn, *, lane: Lane, received_at: datetime) -> dict[st
         lane=lane,
         received_at=received_at,
     )
+    return row | {"input_seq": input_seq}
 
 
 def read_row(
@@ -101,6 +104,7 @@ def _row(
         "prompt_version": None,
         "usage": None,
         "received_at": received_at,
+        "input_seq": None,
         "enqueued_at": received_at,
         "started_at": None,
         "finished_at": None,

@@ -65,25 +65,36 @@ class Clause:
 
 def clauses(text: str) -> Iterator[Clause]:
     """Every non-empty clause of `text`, in order."""
-    for sentence, start in _pieces(text, _SENTENCE_END, 0):
-        asked = sentence.rstrip(" \"')]*~:.!").endswith("?")
-        parts = _companions_joined(
-            sentence,
-            start,
-            [
-                piece
-                for clause, offset in _pieces(sentence, _CLAUSE_BREAK, start)
-                for piece in _pieces(clause, _GIVEN_BREAK, offset)
-            ],
+    for sentence, start in sentences(text):
+        yield from sentence_clauses(sentence, start)
+
+
+def sentences(text: str) -> Iterator[tuple[str, int]]:
+    """Every non-empty sentence of `text` with its offset. Whether a clause is asked depends
+    on its sentence only, so a reader may skip a sentence that cannot state anything."""
+    return _pieces(text, _SENTENCE_END, 0)
+
+
+def sentence_clauses(sentence: str, start: int) -> Iterator[Clause]:
+    """The clauses of one sentence of `sentences`, which stands at `start` in its text."""
+    asked = sentence.rstrip(" \"')]*~:.!").endswith("?")
+    parts = _companions_joined(
+        sentence,
+        start,
+        [
+            piece
+            for clause, offset in _pieces(sentence, _CLAUSE_BREAK, start)
+            for piece in _pieces(clause, _GIVEN_BREAK, offset)
+        ],
+    )
+    last = len(parts) - 1
+    if asked and last > 0 and _TAG.match(parts[last][0].rstrip("?!. ")):
+        last = -1  # "I live in Ohio, do you?": only the tag asks
+    for index, (clause, offset) in enumerate(parts):
+        questioned = not _GIVEN_START.match(clause) and (
+            bool(_QUESTION.match(clause)) or (asked and index == last)
         )
-        last = len(parts) - 1
-        if asked and last > 0 and _TAG.match(parts[last][0].rstrip("?!. ")):
-            last = -1  # "I live in Ohio, do you?": only the tag asks
-        for index, (clause, offset) in enumerate(parts):
-            questioned = not _GIVEN_START.match(clause) and (
-                bool(_QUESTION.match(clause)) or (asked and index == last)
-            )
-            yield Clause(clause, offset, questioned)
+        yield Clause(clause, offset, questioned)
 
 
 def _companions_joined(

@@ -58,6 +58,10 @@ _MAY_PRECEDE = word_set(
     "cool nice great hmm um uh nope"
 )
 _WORDS = re.compile(r"[\w'’-]+")
+# The ASCII characters outside words (_WORDS): splitting at them gives _WORDS's words.
+_ASCII_BREAKS = {
+    code: " " for code in range(128) if not re.fullmatch(r"[\w'’-]", chr(code), re.ASCII)
+}
 TypedValue = Callable[[str, AttributeSpec], str]
 
 
@@ -86,29 +90,31 @@ class FormReader:
         # One pattern per anchor word, every form it triggers as an alternative: a turn is
         # tested with one search per anchor word it holds, not one per form.
         self._probes = {
-            word: re.compile(
-                "|".join(_unnamed(self.forms[n].pattern.pattern) for n in numbers + self._always),
-                re.IGNORECASE,
-            )
+            word: _probe([self.forms[n] for n in numbers + self._always])
             for word, numbers in self._index.items()
         }
+        self._always_probe = _probe([self.forms[n] for n in self._always])
+        self._form_probes = [_probe([form]) for form in self.forms]
 
     def may_match(self, text: str) -> bool:
-        """Whether any form matches somewhere in `text`, clauses aside: most chat turns state
-        nothing and are dismissed before they are split into clauses."""
-        if self._always and not self._index:
+        """Whether any form matches somewhere in `text`, clauses aside: a turn or a sentence
+        that matches none is never split into clauses. A text is only searched with the forms
+        of the anchor words it holds, and most chat turns hold none."""
+        folded = text.casefold()
+        if self._always and self._always_probe.search(folded):
             return True
-        return any(self._probes[word].search(text) for word in self._words(text))
+        return any(self._probes[word].search(folded) for word in self._folded_words(folded))
 
     def read(self, clause: str, typed_value: TypedValue) -> list[FormHit]:
         """Every form that matches `clause`, refused or not; one standing hit per attribute,
         and a {term} reading wins over a free value read from the same words."""
         numbers = self._tried(clause)
+        folded = clause.casefold()
         hits: list[FormHit] = []
         standing: dict[str, FormHit] = {}
         for number in numbers:
             form = self.forms[number]
-            if form.attribute in standing:
+            if form.attribute in standing or not self._form_probes[number].search(folded):
                 continue
             match = form.pattern.search(clause)
             if match is None:
@@ -125,7 +131,12 @@ class FormReader:
 
     def _words(self, text: str) -> frozenset[str]:
         """The text's words that are anchors of some form."""
-        return self._keys.intersection(_WORDS.findall(text.casefold().replace("’", "'")))
+        return self._folded_words(text.casefold())
+
+    def _folded_words(self, folded: str) -> frozenset[str]:
+        if folded.isascii():  # most chat: ASCII punctuation to spaces, then split (faster)
+            return self._keys.intersection(folded.translate(_ASCII_BREAKS).split())
+        return self._keys.intersection(_WORDS.findall(folded.replace("’", "'")))
 
     def _tried(self, clause: str) -> list[int]:
         numbers = {n for word in self._words(clause) for n in self._index[word]}
@@ -136,8 +147,8 @@ class FormReader:
     ) -> FormHit:
         spec = self.catalog.attributes[form.attribute]
         span = match["value"]
-        if form.leading:
-            outside = clause[match.end("value") :]
+        if form.leading:  # "I can't say cooking is my passion": the words before count too
+            outside = clause
             prefix = ""
         else:
             prefix = clause[: match.start()]
@@ -176,8 +187,8 @@ def _refusal(prefix: str, outside: str, span: str, form: CompiledForm) -> str:
     # ("a budget of {value}") is denied by a negation just before it, not by one that belongs
     # to another verb further back.
     negation = NEGATION.search(prefix if form.personal else near)
-    if negation is None and not form.leading:
-        negation = NEGATION.match(span)
+    if negation is None:
+        negation = NEGATION.search(span) if form.leading else NEGATION.match(span)
     if negation:
         return f"negated ({negation.group(0)!r})"
     if _SHARED_SUBJECT.search(prefix):
@@ -192,8 +203,15 @@ def _refusal(prefix: str, outside: str, span: str, form: CompiledForm) -> str:
     return ""
 
 
-def _unnamed(pattern: str) -> str:
-    return "(?:" + pattern.replace("(?P<value>", "(?:") + ")"
+def _probe(forms: list[CompiledForm]) -> re.Pattern[str]:
+    """One pattern for `forms`, searched in casefolded text: case-sensitive, so the engine
+    skips an alternative on its first letter, and at a word boundary only where one of the
+    forms' first letters stands; leading-value forms are tried at every position."""
+    initials = "".join(sorted({letter for form in forms for letter in form.initials}))
+    fixed = "|".join(f"(?:{form.probe})" for form in forms if form.initials)
+    loose = [f"(?:{form.probe})" for form in forms if not form.initials]
+    alternatives = [rf"\b(?=[{re.escape(initials)}])(?:{fixed})"] if fixed else []
+    return re.compile("|".join(alternatives + loose) or "(?!)")
 
 
 def _prefer_terms(

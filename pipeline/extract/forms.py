@@ -46,22 +46,40 @@ _CHANGE = (
     r"(?:just\s+)?(?:changed|increased|raised|extended|adjusted|cut|moved|lowered|reduced|"
     r"updated|switched|bumped|upped|dropped|decreased|shifted|pushed|set)(?:\s+(?:it|this))?"
 )
-# A string value stops where a new phrase starts; a {phrase} keeps its prepositions.
+# A string value stops where a new phrase starts: punctuation, a conjunction, a new subject, an
+# adverb ("quite a bit", "as well"), or a verb of its own ("black sabbath doesn't mean ...").
 _CLAUSE_STOP = (
-    r"\s*(?:[;!?()\"]|,(?!\d{3})|:(?!\d\d))|\s+[-–—]\s|\.(?:\s|$)|\s+(?:and|but|or|so|because|cause|since|who|which|"
+    r"\s*(?:[;!?()\"…—–]|,(?!\d{3})|:(?!\d\d)|\.{2,}|-{2,})|\s+-\s|\.(?:\s|$)|\s+(?:"
+    r"(?:is|are|was|were|does|do|did|has|have|had|ca|wo|would|could|should)n['’]?t|"
+    r"(?:in|on|at|during|for)\s+(?:my|the|our)\s+(?:(?:spare|free|own|down)\s+time|weekends?|"
+    r"mornings?|evenings?|nights?|afternoons?|summers?|winters?|fall|spring|autumn|days?\s+off)|"
+    r"on\s+weekends|at\s+night|and|but|or|so|because|cause|since|who|which|"
     r"that|where|when|while|if|though|although|now|currently|right\s+now|too|also|again|"
     r"anymore|lol|haha|lmao|hehe|these\s+days|nowadays|either|yet|sometimes|usually|often|"
     r"occasionally|mostly|always|every|each|all|very|really|a\s+lot|lately|today|tonight|"
-    r"tomorrow|yesterday|i|i'm|im|my|we|you|it's|it|its|those|these|them|this|him|her|his|"
-    r"their|our|your|like|better|more|than|then|unlike|alot|such|last|next|ago|here|there|"
-    r"myself|mainly|honestly|personally|especially|instead|anyway|though|once|twice|"
-    r"(?:a\s+few|several|many)\s+times|the\s+best|the\s+most|so\s+much|a\s+bit)\b"
+    r"tomorrow|yesterday|i|i'm|im|we|you|it's|it|its|those|these|them|this|him|her|"
+    r"your|like|better|more|than|then|unlike|alot|such|last|next|ago|here|there|"
+    r"myself|mainly|honestly|personally|especially|instead|anyway|though|once|twice|quite|"
+    r"rather|as\s+well|(?:a\s+few|several|many)\s+times|the\s+best|the\s+most|so\s+much|a\s+bit|"
+    r"is|are|was|were|am|does|has|had|will|would|could|should|must|can|cannot)\b"
 )
+# A possessive starts a new phrase after a noun ("I love cars my dad ...") but is the object of
+# an activity ("I like walking my dog", "visit my family").
+_POSSESSIVES = r"|\s+(?:my|his|their|our)\b"
 _PREPOSITIONS = (
     r"|\s+(?:with|as|for|from|at|in|on|near|by|to|into|about|after|before|during|until)\b"
 )
-_STOP = re.compile(_CLAUSE_STOP + _PREPOSITIONS, _FLAGS)
+_STOP = re.compile(_CLAUSE_STOP + _POSSESSIVES + _PREPOSITIONS, _FLAGS)
 _PHRASE_STOP = re.compile(_CLAUSE_STOP, _FLAGS)
+_SHORT_PHRASE_STOP = re.compile(_CLAUSE_STOP + _POSSESSIVES, _FLAGS)
+# After a cut, these show that the value's sense lay elsewhere in the conversation.
+_RELATIVE = re.compile(r"^\s*(?:that|who|which|where)\b", _FLAGS)
+_THERE = re.compile(r"^\s*there\b", _FLAGS)
+_ANAPHORIC_END = word_set("one ones it them")
+# An activity whose object is one of these names no activity: "sing anything", "do whatever".
+_VAGUE_OBJECTS = word_set(
+    "it this that these those them him her anything everything something nothing whatever"
+)
 _LIST_JOINT = re.compile(
     r"\s*,\s*(?:and\s+|or\s+)?(?!(?:and|but|so|i|i'm|my|we|you|it|which|who)\b)"
     r"|\s+(?:and|or|&)\s+(?!(?:i|i'm|my|we|you|it|then|also)\b)",
@@ -79,7 +97,7 @@ _EMPTY_VALUE = word_set(
     "okay sure just only also even still really too to of a an the and or but for with at in "
     "on by from night nights day days work job is are was were has had little morning "
     "evening afternoon mornings evenings weekends weekend shifts shift their theirs big huge "
-    "great good new"
+    "great good new some any whatever"
 )
 _PARTICLES = word_set("up out on off over around back down away")
 _LIGHT_VERBS = word_set(
@@ -126,6 +144,12 @@ class CompiledForm:
     """The value comes first ("{value} is my favourite food")."""
     personal: bool
     """The form starts with I or we: the clause's subject is the speaker."""
+    probe: str
+    """A case-sensitive pattern that matches the casefolded text of any sentence in which the
+    form could match: the form's own without its value's group and its leading `\\b`; for a
+    leading value, what follows the value (a sentence holds clauses, so no anchor at its start)."""
+    initials: frozenset[str]
+    """The letters the probe's first word may start with; empty when it starts with a slot."""
 
 
 def compile_forms(catalog: Catalog) -> list[CompiledForm]:
@@ -142,7 +166,22 @@ def compile_forms(catalog: Catalog) -> list[CompiledForm]:
             if isinstance(first, Choice):
                 starts = _first_words((first,))
                 personal = bool(starts) and starts <= _SUBJECTS
-            compiled.append(CompiledForm(name, form, value_slot(parts), pattern, leading, personal))
+            probed = parts[1:] if leading else parts
+            probe = _sequence(probed, value_last=False).replace("(?P<value>", "(?:")
+            starts = _first_words(probed)
+            initials = frozenset() if "" in starts else frozenset(word[0] for word in starts)
+            compiled.append(
+                CompiledForm(
+                    name,
+                    form,
+                    value_slot(parts),
+                    pattern,
+                    leading,
+                    personal,
+                    probe + r"(?![\w'])",
+                    initials,
+                )
+            )
     return compiled
 
 
@@ -194,7 +233,12 @@ def string_values(span: str, spec: AttributeSpec, slot: str, *, leading: bool) -
         span = _LIST_JOINT.sub("\x1f", span)
     # "I love working with computers": a gerund keeps its prepositions, like a {phrase}.
     gerund = not leading and bool(re.match(r"^\w{3,}ing\s+(?!(?:and|but|or)\b)", span))
-    text = _cut(span, leading=leading, phrase=slot == "phrase" or gerund)
+    activity = slot == "phrase" or gerund
+    text = _cut(span, leading=leading, phrase=activity)
+    if activity and len(text.split()) > MAX_VALUE_WORDS:  # "go hiking with my dogs for walks"
+        text = _cut(span, leading=leading, phrase=activity, short=True)
+    if not leading and not listed and _context_bound(text, span[len(text) :]):
+        return []
     items = text.split("\x1f") if listed else [text]
     values = []
     for item in items[:4]:
@@ -202,14 +246,22 @@ def string_values(span: str, spec: AttributeSpec, slot: str, *, leading: bool) -
         if slot == "term":
             value = _term(value, spec.terms)
         elif slot == "name":  # "San Paulo, a very big city": a name ends before an article
-            value = re.split(r"\s+(?:a|an|the)\s+", value, maxsplit=1, flags=_FLAGS)[0]
+            value = re.split(r"\s+(?:a|an|the)(?:\s+|$)", value, maxsplit=1, flags=_FLAGS)[0]
             if not _is_name(item.strip(" .!,'\"")):
                 value = ""
-        elif slot == "phrase":
+        elif activity:
             value = _DANGLING.sub("", value)
-        if value and _names_something(value) and value not in values:
+        if value and _names_something(value, activity=activity) and value not in values:
             values.append(value)
     return values
+
+
+def _context_bound(value: str, after: str) -> bool:
+    """A value whose sense the conversation holds, not the value: "a house that's filled with
+    animals" cut before its relative clause, "the weather there"."""
+    if re.match(r"^(?:a|an)\s+\S+$", value, _FLAGS) and _RELATIVE.match(after):
+        return True
+    return bool(re.match(r"^the\s", value, _FLAGS)) and bool(_THERE.match(after))
 
 
 def enum_values(span: str, spec: AttributeSpec) -> list[str]:
@@ -254,8 +306,8 @@ def number_value(span: str, *, leading: bool = False) -> str:
     return str(NUMBER_WORDS[word]) if word in NUMBER_WORDS else ""
 
 
-def _cut(span: str, *, leading: bool, phrase: bool = False) -> str:
-    stops = _PHRASE_STOP if phrase else _STOP
+def _cut(span: str, *, leading: bool, phrase: bool = False, short: bool = False) -> str:
+    stops = (_SHORT_PHRASE_STOP if short else _PHRASE_STOP) if phrase else _STOP
     if leading:  # the value is what precedes the form, after the last phrase break
         pieces = stops.split(" " + span)
         return pieces[-1].strip() if pieces else ""
@@ -268,12 +320,16 @@ def _clean(item: str) -> str:
     return value if 0 < len(value.split()) <= MAX_VALUE_WORDS and len(value) <= 120 else ""
 
 
-def _names_something(value: str) -> bool:
+def _names_something(value: str, *, activity: bool = False) -> bool:
     words = value.casefold().split()
     if len(words) == 1 and words[0] in _LIGHT_VERBS:
         return False  # "I love doing (it)": the object was a pronoun
     if len(words) <= 2 and words[-1] in _PARTICLES:
         return False  # "I like setting up (my easel)": the object was cut off
+    if words[-1] in _ANAPHORIC_END:
+        return False  # "I love learning new ones": what they are was said before
+    if activity and len(words) > 1 and all(word in _VAGUE_OBJECTS for word in words[1:]):
+        return False  # "I like to sing anything", "watch things": no object named
     return words[0] not in _EMPTY_VALUE and not all(word in _EMPTY_VALUE for word in words)
 
 

@@ -21,11 +21,13 @@ import time
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import httpx2
 import instructor
 import openai
 from instructor.core.exceptions import IncompleteOutputException, InstructorRetryException
+from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, ValidationError
 
 from pipeline.errors import (
@@ -37,6 +39,8 @@ from pipeline.errors import (
 )
 from pipeline.extract.budget import Budget, budget_for
 from pipeline.extract.transport import CURRENT_CALL, Call, RetryingTransport, is_retryable_status
+from pipeline.observe import conventions as names
+from pipeline.observe import tracing
 from pipeline.settings import Settings
 from schemas.extraction import Usage
 
@@ -97,9 +101,16 @@ class LlmClient:
             max_retries=0,  # transport retries are ours, with a deadline
             timeout=settings.llm_timeout_s,
         )
-        self._patched = instructor.from_openai(client, mode=MODES[settings.llm_mode])
+        mode = MODES[settings.llm_mode]
+        self._patched = instructor.Instructor(
+            client=client,
+            create=instructor.patch(create=_completions(client), mode=mode),
+            mode=mode,
+            provider=instructor.Provider.OPENAI,
+        )
         self._patched.on("completion:response", _on_response)
         self._patched.on("parse:error", _on_invalid)
+        self._span_attributes = inference_attributes(settings)
 
     def ask(
         self, messages: list[dict[str, str]], response_model: type[M], *, prompt_version: str
@@ -121,23 +132,28 @@ class LlmClient:
                 latency_ms=round((call.clock() - call.started) * 1000, 1),
             )
 
-        try:
-            answer = self._patched.chat.completions.create(
-                model=self.model,
-                messages=messages,  # type: ignore[arg-type]
-                response_model=prepared(response_model),
-                max_retries=settings.llm_max_reasks,
-                temperature=0.0,
-                max_tokens=settings.llm_max_tokens,
-                timeout=self.timeout_s,
-            )
-        except (InstructorRetryException, IncompleteOutputException, openai.OpenAIError) as exc:
-            raise failure(exc, call.attempts, usage()) from exc
-        finally:
-            CURRENT_CALL.reset(token)
-            if call.prompt_tokens:  # the answer's usage corrects the estimate charged
-                spent = call.prompt_tokens + call.completion_tokens
-                self._transport.settle(spent - call.charged_tokens)
+        with tracing.span(
+            f"{names.CHAT} {self.model}", kind="client", attributes=self._span_attributes
+        ) as opened:
+            try:
+                answer = self._patched.chat.completions.create(
+                    model=self.model,
+                    messages=messages,  # type: ignore[arg-type]
+                    response_model=prepared(response_model),
+                    max_retries=settings.llm_max_reasks,
+                    temperature=0.0,
+                    max_tokens=settings.llm_max_tokens,
+                    timeout=self.timeout_s,
+                )
+            except (InstructorRetryException, IncompleteOutputException, openai.OpenAIError) as exc:
+                raise failure(exc, call.attempts, usage()) from exc
+            finally:
+                CURRENT_CALL.reset(token)
+                if call.prompt_tokens:  # the answer's usage corrects the estimate charged
+                    spent = call.prompt_tokens + call.completion_tokens
+                    self._transport.settle(spent - call.charged_tokens)
+                if opened.is_recording():
+                    opened.set_attributes(_spent_attributes(call))
         return answer, usage()
 
     def within(self, seconds: float) -> LlmClient:
@@ -159,6 +175,89 @@ class LlmClient:
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+
+def inference_attributes(settings: Settings) -> dict[str, str | int | float]:
+    """What a GenAI inference span says about the request: the operation, the provider's API
+    flavour, the model, the answer's limits and the endpoint's host (never its path or key)."""
+    endpoint = urlsplit(settings.llm_base_url or "")
+    attributes: dict[str, str | int | float] = {
+        names.GEN_AI_OPERATION_NAME: names.CHAT,
+        names.GEN_AI_PROVIDER_NAME: names.OPENAI,
+        names.GEN_AI_REQUEST_MODEL: settings.llm_model,
+        names.GEN_AI_REQUEST_MAX_TOKENS: settings.llm_max_tokens,
+        names.GEN_AI_REQUEST_TEMPERATURE: 0.0,
+        names.GEN_AI_OUTPUT_TYPE: "json",
+        names.SGAM_PROMPT_VERSION: settings.llm_prompt,
+    }
+    if endpoint.hostname:
+        attributes[names.SERVER_ADDRESS] = endpoint.hostname
+        attributes[names.SERVER_PORT] = endpoint.port or (443 if endpoint.scheme == "https" else 80)
+    return attributes
+
+
+def _spent_attributes(call: Call) -> dict[str, str | int | list[str]]:
+    """What the call spent and how the last answer ended, set when the call is over."""
+    spent: dict[str, str | int | list[str]] = {
+        names.GEN_AI_USAGE_INPUT_TOKENS: call.prompt_tokens,
+        names.GEN_AI_USAGE_OUTPUT_TOKENS: call.completion_tokens,
+        names.SGAM_LLM_ATTEMPTS: call.attempts,
+        names.SGAM_LLM_INVALID_ANSWERS: call.invalid_answers,
+    }
+    if call.finish_reasons:
+        spent[names.GEN_AI_RESPONSE_FINISH_REASONS] = call.finish_reasons
+    if call.response_model is not None:
+        spent[names.GEN_AI_RESPONSE_MODEL] = call.response_model
+    return spent
+
+
+def _remember_async_validator_checks() -> None:
+    """Instructor checks the response model for async validators seven times a call, walking
+    its whole class tree each time: a fifth of a call's CPU. Our response models are built
+    once per catalogue and never change, so a model that passed once passes again: the check
+    remembers the models it passed (a model that fails is checked, and fails, every time)."""
+    from instructor.v2.core import patch as patched_create
+    from instructor.v2.validation import async_validators
+
+    check = getattr(async_validators, "reject_async_validators", None)
+    if check is None or getattr(check, "remembers", False):
+        return  # another Instructor, or done already
+    passed: set[Any] = set()
+
+    def remembering(response_model: Any) -> None:
+        try:
+            if response_model in passed:
+                return
+        except TypeError:  # unhashable: not one of ours
+            check(response_model)
+            return
+        check(response_model)
+        if len(passed) > 256:  # ours are a handful (one per catalogue); anyone else's: bounded
+            passed.clear()
+        passed.add(response_model)
+
+    remembering.remembers = True  # type: ignore[attr-defined]
+    async_validators.reject_async_validators = remembering
+    if getattr(patched_create, "reject_async_validators", None) is check:
+        patched_create.reject_async_validators = remembering  # type: ignore[attr-defined]
+
+
+_remember_async_validator_checks()
+
+
+def _completions(client: openai.OpenAI) -> Callable[..., ChatCompletion]:
+    """Chat completions with the body Instructor built, sent as it is: the SDK's own
+    `chat.completions.create` first walks the whole request (the messages, the tool's JSON
+    schema) through its type transforms to send the same JSON — a quarter of a call's CPU."""
+
+    def create(*, timeout: float | None = None, **body: Any) -> ChatCompletion:
+        if timeout is None:
+            return client.post("/chat/completions", body=body, cast_to=ChatCompletion)
+        return client.post(
+            "/chat/completions", body=body, cast_to=ChatCompletion, options={"timeout": timeout}
+        )
+
+    return create
 
 
 @lru_cache(maxsize=64)

@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from pipeline.extract.clauses import Clause, clauses
+from pipeline.extract.clauses import Clause, sentence_clauses, sentences
 from pipeline.extract.dates import DATE_EXPRESSION, resolve_date
 from pipeline.extract.form_reader import FormHit, FormReader
 from pipeline.extract.guards import CurrentValues
@@ -70,6 +70,7 @@ _CORRECTION = re.compile(
     r"(?:it'?s|it is|make (?:that|it))\s+(?P<rest>.+)$",
     _FLAGS,
 )
+_CORRECTION_WORDS = re.compile(r"\b(?:no|nope|actually|sorry|correction|wait|i mean)\b", _FLAGS)
 _PREFERENCE = re.compile(
     r"\b(?:i(?:\s+would|'d|\s+do|\s+really)?\s+prefer|please\s+(?:always\s+)?"
     r"(?:answer|reply|respond|write|contact|reach|send|export)|always\s+(?:answer|reply|respond))"
@@ -136,10 +137,12 @@ class RulesExtractor:
             _FLAGS,
         )
         self._forms = FormReader(catalog)
-        self._trigger = re.compile(
-            rf"\bmy\s+(?:{phrases})\b|:|prefer|\balways\b|\bplease\b|^\W*(?:no|nope|actually|sorry|"
-            r"correction|wait|i mean)\b",
-            _FLAGS | re.MULTILINE,
+        # What `my X is Y` needs, a date clause allowed between X and the verb; case-sensitive
+        # over casefolded text, so that the engine skips on first letters.
+        self._my_attribute = re.compile(
+            rf"\bmy\s+(?:{phrases.casefold()})\s*,?\s*(?:is|'s|’s|are|=|has|have|been|was|"
+            r"changed|updated|switched|moved|on|from|since|as|starting|effective|yesterday|today)"
+            r"(?![\w'])"
         )
         # Preferences name a value of a preference-kind enum ("I prefer email"); an account
         # plan or a task status is never inferred from "I'd prefer to be free".
@@ -184,29 +187,64 @@ class RulesExtractor:
     def _readings(
         self, episode: Episode, *, every_clause: bool = False
     ) -> Iterator[tuple[Clause, list[_Found], list[FormHit]]]:
-        last_attribute: str | None = None
-        builtin = self._trigger.search(episode.text) is not None
-        if not (builtin or every_clause or self._forms.may_match(episode.text)):
+        text = episode.text
+        if not (every_clause or self._forms.may_match(text) or self._builtin(text)):
             return  # most chat turns match no form at all: no need to split them
-        for clause in clauses(episode.text):
-            if clause.questioned:
-                yield clause, [], []
+        pieces = list(sentences(text))
+        last_attribute: str | None = None
+        for sentence, start in pieces:
+            # A sentence without a built-in form's words, a form's match or (after a
+            # statement) a correction's words states nothing; a turn of one sentence passed.
+            if not (
+                every_clause
+                or len(pieces) == 1
+                or self._may_read(sentence, last_attribute)
+                or self._forms.may_match(sentence)
+            ):
                 continue
-            found: list[_Found] = []
-            statement = self._read(clause.text, last_attribute, episode) if builtin else None
-            if statement is not None:
-                last_attribute = statement.attribute
-                found.append(statement)
-            hits = self._forms.read(clause.text, self._typed(episode))
-            valid_from = self._valid_from(clause.text, episode)
-            for hit in hits:
-                if hit.refused or any(f.attribute == hit.attribute for f in found):
+            for clause in sentence_clauses(sentence, start):
+                if clause.questioned:
+                    yield clause, [], []
                     continue
-                last_attribute = hit.attribute
-                found += [
-                    _Found(hit.attribute, clause.text, v, valid_from, hit.form) for v in hit.values
+                found: list[_Found] = []
+                statement = (
+                    self._read(clause.text, last_attribute, episode)
+                    if self._may_read(clause.text, last_attribute)
+                    else None
+                )
+                if statement is not None:
+                    last_attribute = statement.attribute
+                    found.append(statement)
+                hits = self._forms.read(clause.text, self._typed(episode))
+                standing = [
+                    hit
+                    for hit in hits
+                    if not hit.refused and all(f.attribute != hit.attribute for f in found)
                 ]
-            yield clause, found, hits
+                valid_from = self._valid_from(clause.text, episode) if standing else None
+                for hit in standing:
+                    last_attribute = hit.attribute
+                    found += [
+                        _Found(hit.attribute, clause.text, v, valid_from, hit.form)
+                        for v in hit.values
+                    ]
+                yield clause, found, hits
+
+    def _may_read(self, text: str, last_attribute: str | None) -> bool:
+        """Whether the built-in readings may find something in `text`: their words, or after
+        a statement a correction's ("no, it's Lyon")."""
+        return self._builtin(text) or (
+            last_attribute is not None and _CORRECTION_WORDS.search(text) is not None
+        )
+
+    def _builtin(self, text: str) -> bool:
+        """Whether `text` may hold a built-in reading: `my X ...`, `X: Y` or a preference."""
+        folded = text.casefold()
+        return (
+            ":" in text
+            or ("my" in folded and self._my_attribute.search(folded) is not None)
+            or (bool(self._preference_words) and _PREFERENCE.search(text) is not None)
+        )
 
     def _typed(self, episode: Episode) -> Callable[[str, AttributeSpec], str]:
         return lambda span, spec: self._value(span, spec, episode, strict=False)

@@ -65,6 +65,8 @@ class Call:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     invalid_answers: int = 0
+    finish_reasons: list[str] = field(default_factory=list)  # of the last answer
+    response_model: str | None = None
 
     def __post_init__(self) -> None:
         self.started = self.clock()
@@ -77,6 +79,10 @@ class Call:
         usage = getattr(response, "usage", None)
         self.prompt_tokens += getattr(usage, "prompt_tokens", 0) or 0
         self.completion_tokens += getattr(usage, "completion_tokens", 0) or 0
+        choices = getattr(response, "choices", None) or []
+        reasons = (getattr(choice, "finish_reason", None) for choice in choices)
+        self.finish_reasons = [str(reason) for reason in reasons if reason]
+        self.response_model = getattr(response, "model", None) or self.response_model
 
 
 CURRENT_CALL: ContextVar[Call | None] = ContextVar("sgam_llm_call", default=None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -145,3 +146,24 @@ def test_messages_use_the_right_article_and_number(
     assert capsys.readouterr().out == "hid 1 fact about mira\n"
     assert run(["log", "--tenant=acme", "--json", "--limit=1"]) == 0
     assert '"reason": "1 fact hidden"' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["ingest", "import"])
+def test_a_missing_input_file_is_named_as_the_argument_it_is(
+    command: str, tmp_path: Path, cli_env: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "episodes.jsonl"
+    assert run([command, str(missing)]) == 2
+    assert capsys.readouterr().err == (
+        f"sgam: FILE: {missing} cannot be read: No such file or directory\n"
+    )  # positional: there is no --file option to name
+
+
+@pytest.mark.parametrize("command", ["consolidate", "expire"])
+def test_a_now_after_the_clock_is_refused_naming_the_force_option(
+    command: str, cli_env: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run([command, "--now", "2099-01-01T00:00:00Z"]) == 2
+    refusal = capsys.readouterr().err
+    assert refusal.startswith("sgam: --now: is after the current time"), refusal
+    assert "(--force)" in refusal

@@ -9,7 +9,7 @@ import pytest
 
 import pipeline
 from pipeline.db.store import Store, open_store
-from pipeline.episodes.conversation import earlier_turns
+from pipeline.episodes.conversation import earlier_turns, earlier_turns_of
 from pipeline.episodes.process import context_for
 from pipeline.extract import RULES, LazyTurns
 from pipeline.settings import Settings
@@ -26,7 +26,11 @@ def chat_store(settings: Settings) -> Iterator[Store]:
 
 def _said(store: Store, text: str, at: str, session: str = "s1", **extra: str) -> Episode:
     (receipt,) = pipeline.ingest(store, episode(text, at, session, **extra)).receipts
-    shown = pipeline.show_episode(store, TENANT, receipt.episode_id)
+    return _shown(store, receipt.episode_id)
+
+
+def _shown(store: Store, episode_id: str) -> Episode:
+    shown = pipeline.show_episode(store, TENANT, episode_id)
     return Episode.model_validate(
         {
             name: getattr(shown, name)
@@ -59,6 +63,42 @@ def test_the_latest_earlier_turns_of_the_session_oldest_first(chat_store: Store)
         ("mira", "turn 3"),
         ("mira", "turn 4"),
         ("Tom", "Tom asked"),
+    ]
+
+
+def test_turns_of_one_instant_follow_their_line_in_the_intake(chat_store: Store) -> None:
+    """A bulk import gives a session's turns one timestamp: their lines still order them."""
+    at = "2026-06-01T09:00:00Z"
+    report = pipeline.ingest(
+        chat_store, [episode(f"turn {n}", at, "s1", episode_id=f"t{n}") for n in range(5)]
+    )
+    assert len(report.receipts) == 5
+    fourth = _shown(chat_store, "t3")
+
+    assert [t.text for t in earlier_turns(chat_store, fourth)] == ["turn 0", "turn 1", "turn 2"]
+    assert earlier_turns(chat_store, _shown(chat_store, "t0")) == []
+
+
+def test_a_batch_reads_what_each_episode_would_read_alone(chat_store: Store) -> None:
+    for minute in range(4):
+        _said(chat_store, f"turn {minute}", f"2026-06-01T09:0{minute}:00Z")
+    batch = [
+        _said(chat_store, "Yes, since March.", "2026-06-01T09:05:00Z"),
+        _said(chat_store, "other session", "2026-06-01T09:05:30Z", session="s2"),
+        _said(chat_store, "And you?", "2026-06-01T09:06:00Z"),
+        _said(chat_store, "no session", "2026-06-01T09:07:00Z").model_copy(
+            update={"session_id": None}
+        ),
+    ]
+    together = earlier_turns_of(chat_store, batch)
+
+    for current in batch:
+        alone = earlier_turns(chat_store, current)
+        assert together.get((current.tenant_id, current.episode_id), []) == alone
+    assert [t.text for t in together[(TENANT, batch[2].episode_id)]] == [
+        "turn 2",
+        "turn 3",
+        "Yes, since March.",
     ]
 
 

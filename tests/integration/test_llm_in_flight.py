@@ -66,7 +66,7 @@ def test_a_batch_has_every_call_in_flight_at_once(database_url: str, stub: Any) 
 
 
 def test_a_slow_answer_holds_no_finished_episode_hostage(database_url: str, stub: Any) -> None:
-    stub.app.delay = lambda request: 4.0 if "slow" in request["messages"][-1]["content"] else 0.05
+    stub.app.delay = lambda request: 4.0 if "slow" in _episode_text(request) else 0.05
     # With a broker, ingest only stores and queues: this test plays the worker.
     store = _store(database_url, stub, broker_url=REDIS_URL, redis_url=REDIS_URL)
     try:
@@ -132,3 +132,8 @@ def test_one_client_per_process_reuses_its_connections(stub: Any) -> None:
     bounded = shared_client(settings).within(1.5)
     assert bounded._http is shared_client(settings)._http
     assert (bounded.deadline_s, bounded.settings.llm_deadline_s) == (1.5, 1.5)
+
+
+def _episode_text(request: dict[str, Any]) -> str:
+    """The episode the prompt asks about, without the earlier turns shown before it."""
+    return str(request["messages"][-1]["content"]).rsplit("\nEpisode (", 1)[-1]

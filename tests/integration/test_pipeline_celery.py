@@ -144,7 +144,7 @@ def test_a_duplicated_message_and_a_second_ingest_change_nothing(
     assert {r.status for r in again.receipts} == {"duplicate"}
     _no_duplicates(celery_url)
     wait_for(
-        lambda: "succeeded" in celery.logs().split("extract_episodes")[-1],
+        lambda: "succeeded" in celery.logs().split("extract_episodes[")[-1],
         30,
         "the repeated task",
         celery.logs,

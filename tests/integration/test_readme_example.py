@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.readme_blocks import blocks as readme_blocks
+
 README = Path(__file__).parents[2] / "README.md"
 
 
@@ -32,14 +34,16 @@ def test_every_python_example_of_the_readme_runs_as_written_in_order(
     """The blocks build on each other as a reader would paste them, one session."""
     monkeypatch.setenv("SGAM_DATABASE_URL", f"sqlite:///{tmp_path / 'readme.sqlite3'}")
     monkeypatch.delenv("SGAM_LLM_BASE_URL", raising=False)
-    text = README.read_text(encoding="utf-8")
-    blocks = [part.split("```", 1)[0] for part in text.split("```python")[1:]]
+    python = [block for block in readme_blocks() if block.info == "python"]
+    skipped = [f"{block.name}: {block.reason}" for block in python if block.marker]
+    assert not skipped, f"every Python example can run here; marked: {skipped}"
     namespace: dict[str, object] = {}
 
-    for number, block in enumerate(blocks, start=1):
-        exec(compile(block, f"README.md python block {number}", "exec"), namespace)
+    for block in python:
+        # Padded so that a traceback names the README's own line numbers.
+        exec(compile("\n" * block.line + block.text, str(README), "exec"), namespace)
 
-    assert len(blocks) >= 4, "the README's Python examples were found"
+    assert len(python) >= 4, "the README's Python examples were found"
     assert "Paris active" in capsys.readouterr().out  # the unit-of-work block ran
 
 

@@ -59,6 +59,9 @@ STATED = [
     ("I moved to Lisbon last year.", [("home_city", "Lisbon")]),
     ("I live in France.", [("home_country", "France")]),
     ("Pizza is my favorite food!", [("favorite_food", "Pizza")]),
+    # A value-first form is read in any sentence of a turn, not only the first.
+    ("Long day. Knitting is my passion.", [("hobbies", "Knitting")]),
+    ("My city is Paris. No, it's Lyon.", [("home_city", "Lyon")]),
 ]
 
 
@@ -77,6 +80,34 @@ def test_a_value_stops_where_its_clause_ends() -> None:
     assert kept("I live in Ohio with my husband, do you?") == [("home_city", "Ohio")]
 
 
+SPANS = [
+    # an adverb, a verb of its own, an ellipsis or a dash ends the value
+    ("I do listen to sufjan stevens quite a bit.", [("likes", "sufjan stevens")]),
+    ("I like cycling as well.", [("likes", "cycling")]),
+    ("I like horror movies are unpredictable.", [("likes", "horror movies")]),
+    ("I'm a big fan of London...love the history.", [("likes", "London")]),
+    ("I like to read fiction--it is a break.", [("hobbies", "read fiction")]),
+    # a time of day or of the week is when, not what
+    ("I enjoy watching movies in my spare time.", [("likes", "watching movies")]),
+    ("I love to grill pizza on the weekends.", [("hobbies", "grill pizza")]),
+    # an activity keeps its possessive object
+    ("I like walking my dog.", [("likes", "walking my dog")]),
+    ("I like to visit my family in Sweden.", [("hobbies", "visit my family in Sweden")]),
+    # "the ones", "anything", "a house that ...": what is liked was said elsewhere
+    ("I love learning new ones.", []),
+    ("I like to sing anything.", []),
+    ("I love a house that's filled with animals.", []),
+    ("I was born in San Paulo a very big city.", [("hometown", "San Paulo")]),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), SPANS, ids=[t for t, _ in SPANS])
+def test_a_value_ends_before_what_is_not_part_of_it(
+    text: str, expected: list[tuple[str, Any]]
+) -> None:
+    assert kept(text) == expected
+
+
 NOT_STATED = [
     "Do you live in Ohio?",
     "You live in Ohio?",
@@ -92,6 +123,7 @@ NOT_STATED = [
     "I love it.",
     "I like your style.",
     "Hey, I'm good, thanks!",
+    "I can't say cooking is my passion.",
 ]
 
 

@@ -5,8 +5,8 @@ top-level module of `pipeline`; units on one line are independent of each other)
 
  0. schemas, prompts        the records, payloads, enums and prompt templates: no pipeline
  1. pipeline.errors         the exception tree
- 2. pipeline.validation, pipeline.settings
- 3. pipeline.catalog        loading the memory-schema catalogue
+ 2. pipeline.validation, pipeline.settings, pipeline.logs (how every process logs)
+ 3. pipeline.catalog, pipeline.observe   loading the memory-schema catalogue; traces
  4. pipeline.db             tables, backends, the store and its unit of work
  5. pipeline.ledger         the bi-temporal write path and the decision log
  6. pipeline.read, pipeline.access, pipeline.extract
@@ -36,8 +36,8 @@ PACKAGES = ("schemas", "prompts", "pipeline", "workers")
 LAYERS: list[tuple[str, ...]] = [
     ("schemas", "prompts"),
     ("pipeline.errors",),
-    ("pipeline.validation", "pipeline.settings"),
-    ("pipeline.catalog",),
+    ("pipeline.validation", "pipeline.settings", "pipeline.logs"),
+    ("pipeline.catalog", "pipeline.observe"),
     ("pipeline.db",),
     ("pipeline.ledger",),
     ("pipeline.read", "pipeline.access", "pipeline.extract"),

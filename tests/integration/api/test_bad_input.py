@@ -508,3 +508,25 @@ def test_a_path_or_query_that_is_not_utf8_is_refused(
     assert answer.status_code == 400
     assert answer.json()["type"] == "urn:sgam:problem:malformed-request"
     assert "UTF-8" in answer.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allow"),
+    [
+        ("PATCH", "/v1/facts", "PUT"),
+        ("TRACE", "/v1/episodes", "GET, POST"),  # two routes share the path
+        ("PUT", "/v1/subjects/mira", "DELETE"),
+        ("DELETE", "/healthz", "GET"),
+        ("POST", "/openapi.json", "GET, HEAD"),
+    ],
+)
+def test_a_wrong_method_is_405_naming_the_allowed_ones(
+    server: Server, keys: Keys, method: str, path: str, allow: str
+) -> None:
+    with server.client(keys("admin")) as api:
+        answer = api.request(method, path)
+
+    assert answer.status_code == 405
+    assert answer.headers["Allow"] == allow
+    assert answer.json()["type"] == "urn:sgam:problem:method-not-allowed"
+    assert allow in answer.json()["detail"]
