@@ -29,11 +29,20 @@ class Prompt:
 
     def render(self, **variables: Any) -> list[dict[str, str]]:
         """The chat messages, one per top-level block, whitespace at their ends trimmed."""
-        context = self.template.new_context(variables)
         return [
-            {"role": role, "content": "".join(render(context)).strip()}
-            for role, render in self.template.blocks.items()
+            {"role": role, "content": self.render_block(role, **variables)}
+            for role in self.template.blocks
         ]
+
+    @property
+    def roles(self) -> list[str]:
+        """The messages' roles, in order."""
+        return list(self.template.blocks)
+
+    def render_block(self, role: str, **variables: Any) -> str:
+        """One message's text (a caller may render a block that never changes only once)."""
+        context = self.template.new_context(variables)
+        return "".join(self.template.blocks[role](context)).strip()
 
 
 @cache

@@ -16,6 +16,7 @@ from pipeline.errors import InvalidInput
 
 if TYPE_CHECKING:
     from pipeline.extract.guards import CurrentValues
+    from pipeline.extract.protocol import Turn
     from pipeline.extract.result import ExtractionResult
     from pipeline.extract.rules import ClauseReading
     from pipeline.settings import Settings
@@ -43,6 +44,13 @@ if TYPE_CHECKING:
 @click.option("--purpose", default="default", show_default=True, help="Purpose scope.")
 @click.option("--episode", default="cli", show_default=True, help="Id of the episode.")
 @click.option(
+    "--context/--no-context",
+    default=True,
+    show_default=True,
+    help="Show a model the session's stored turns before the episode (with --session), "
+    "as the worker does.",
+)
+@click.option(
     "--explain",
     is_flag=True,
     help="Also show, clause by clause, the rules' forms tried, matched and refused, and why.",
@@ -59,6 +67,7 @@ def extract(
     agent: str,
     purpose: str,
     episode: str,
+    context: bool,
     explain: bool,
     as_json: bool,
 ) -> None:
@@ -86,17 +95,19 @@ def extract(
     # is `inferred`), not the model's default for a caller who vouches for the episode.
     trust = episode_trust(parsed.source, None, Lane.BACKGROUND)
     parsed = parsed.model_copy(update={"trust": trust})
-    catalog, current = _stored(settings, parsed)
+    catalog, current, earlier = _stored(settings, parsed, context=context)
     result = run_extraction(
         parsed,
         catalog=catalog,
         settings=settings,
         current=current,
         extractor=extractor,  # type: ignore[arg-type]  # validated by extract()
+        earlier=earlier,
     )
+    shown_turns = len(earlier) if result.usage.model is not None else 0  # only a model reads them
     readings = _readings(catalog, settings, parsed) if explain else None
     if output.wants_json(as_json):
-        shown = report(result)
+        shown = report(result) | {"context_turns": shown_turns}
         if readings is not None:
             from pipeline.cli.explain import explain_json
 
@@ -104,6 +115,8 @@ def extract(
         output.emit_json(shown)
     else:
         sys.stdout.write(table(result))
+        if shown_turns:
+            sys.stdout.write(f"context   {shown_turns} earlier turn(s) of session {session}\n")
         if readings is not None:
             from pipeline.cli.explain import explain_table
 
@@ -125,18 +138,23 @@ def _read_text(text: str) -> str:
         raise InvalidInput("text", "stdin is not valid UTF-8") from None
 
 
-def _stored(settings: Settings, episode: Any) -> tuple[Catalog, CurrentValues]:
-    """The catalogue and what holds now for the subject. A SQLite file that does not exist yet
-    holds nothing and is not created: extract never writes, not even an empty database."""
+def _stored(
+    settings: Settings, episode: Any, *, context: bool
+) -> tuple[Catalog, CurrentValues, list[Turn]]:
+    """The catalogue, what holds now for the subject and (with `context`) the session's turns
+    before the episode. A SQLite file that does not exist yet holds nothing and is not
+    created: extract never writes, not even an empty database."""
     from pipeline.catalog.loader import load_catalog
     from pipeline.cli.options import opened_store
+    from pipeline.episodes.conversation import earlier_turns
     from pipeline.extract.guards import current_values
     from pipeline.read.facts import get
 
     url = settings.database_url
     if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
-        return load_catalog(settings.catalog_path, settings.catalog), {}
+        return load_catalog(settings.catalog_path, settings.catalog), {}, []
     with opened_store() as store:
+        earlier = earlier_turns(store, episode) if context else []
         facts = get(
             store,
             {
@@ -146,7 +164,7 @@ def _stored(settings: Settings, episode: Any) -> tuple[Catalog, CurrentValues]:
                 "subject": episode.subject,
             },
         )
-        return store.catalog, current_values(facts)
+        return store.catalog, current_values(facts), earlier
 
 
 def report(result: ExtractionResult) -> dict[str, Any]:

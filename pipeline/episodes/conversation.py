@@ -11,15 +11,17 @@ a bulk import that gives every turn of a session one timestamp still has an orde
 none of those to tell them apart (stored before the line was kept) are not "earlier". Only the
 episode's own scope (tenant, agent, purpose) is read, and purged texts are gone.
 
-A worker reads the turns of a whole claimed batch at once (`earlier_turns_of`): one query for
-the batch's positions and two per session, not a transaction per episode.
+An episode that is not stored (`sgam extract` previews one) is read as received after every
+stored turn of its instant. A worker reads the turns of a whole claimed batch at once
+(`earlier_turns_of`): one query for the batch's positions and two per session, not a
+transaction per episode.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
 from sqlalchemy import ColumnElement, Connection, and_, func, or_, select, tuple_
 
@@ -33,6 +35,7 @@ from schemas.episodes import Episode
 CUT = "…"
 Position = tuple[datetime, datetime, int]  # occurred, received, line in its intake
 _NO_LINE = -1  # a row stored before lines were kept: ties with every other such row
+_LAST = datetime.max.replace(tzinfo=UTC)
 
 _intake_line = func.coalesce(EpisodeRow.input_seq, _NO_LINE)
 _TURN = (
@@ -73,9 +76,10 @@ def earlier_turns_of(store: Store, episodes: Sequence[Episode]) -> dict[EpisodeK
         }
         sessions: dict[tuple[str, str, str, str], list[Episode]] = defaultdict(list)
         for e in in_sessions:
-            if (e.tenant_id, e.episode_id) in positions:
-                assert e.session_id is not None
-                sessions[(e.tenant_id, e.agent_id, e.purpose, e.session_id)].append(e)
+            # One not stored (`sgam extract`'s preview) comes after all its instant holds.
+            positions.setdefault((e.tenant_id, e.episode_id), (e.occurred_at, _LAST, _NO_LINE))
+            assert e.session_id is not None
+            sessions[(e.tenant_id, e.agent_id, e.purpose, e.session_id)].append(e)
         turns: dict[EpisodeKey, list[Turn]] = {}
         for scope, members in sessions.items():
             own = [positions[(e.tenant_id, e.episode_id)] for e in members]

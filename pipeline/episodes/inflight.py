@@ -7,9 +7,10 @@ come back while the rest are still out: one slow answer never holds a finished o
 (answers that arrive within `GATHER_S` of each other share one commit).
 Threads rather than asyncio because the store, the policy and the ledger are synchronous
 SQLAlchemy, and measured, a call on a thread costs less CPU than one through an async client
-(2.4 against 3.1-3.4 ms: bench/llm_threads_vs_asyncio.py). A pool thread reads the subject's
-current values for the prompt (the store's connection pool bounds how many at once), asks the
-model and runs the guards; the commits stay on the calling thread.
+(2.4 against 3.1-3.4 ms: bench/llm_threads_vs_asyncio.py). The batch's context (the subjects'
+values, the conversation) is read before on the calling thread, at once
+(`process.batch_contexts`); a pool thread renders the prompt, asks the model and runs the
+guards; the commits stay on the calling thread.
 
 While the calls are out, a `LeaseKeeper` thread renews the claim's lease on every episode not
 yet finished, so a slow model never lets the sweeper hand a claimed episode to another worker

@@ -2,8 +2,9 @@
 (`episodes.usage`, written with each episode's outcome): requests, attempts, tokens, latency
 percentiles and, with SGAM_LLM_PRICE_IN/OUT set, cost.
 
-An episode keeps the usage of its last extraction only, so the attempts of an earlier failed
-try of an episode that later succeeded are not counted (they are not stored anywhere).
+Every model extraction of an episode is counted: its row keeps the last one's usage and the
+earlier ones beside it (`earlier`: the tries that failed before a retry). An attempt lost to a
+crash recorded nothing and is not counted.
 """
 
 from __future__ import annotations
@@ -45,10 +46,13 @@ def llm_usage(store: Store, query: UsageQuery | Mapping[str, Any] | None = None)
     groups: dict[tuple[str, str, date], list[dict[str, Any]]] = defaultdict(list)
     with store.reading() as connection:
         for tenant_id, spent, at in connection.execute(statement):
-            if not spent.get("model") or at is None:
-                continue  # the rules: nothing spent
+            # None: not processed yet (the column's JSON null).
+            if spent is None or at is None:
+                continue
             day = _utc(at).date()
-            groups[(tenant_id, spent["model"], day)].append(spent)
+            for extraction in [*spent.get("earlier", []), spent]:
+                if extraction.get("model"):  # the rules spend nothing
+                    groups[(tenant_id, extraction["model"], day)].append(extraction)
     rows = [_row(key, spent, store.settings) for key, spent in sorted(groups.items())]
     costs = [row.cost for row in rows if row.cost is not None]
     return UsageReport(rows=rows, total_cost=round(sum(costs), 6) if costs else None)

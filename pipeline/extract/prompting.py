@@ -39,7 +39,9 @@ def render_messages(
 ) -> list[dict[str, str]]:
     """The chat messages that ask the model for `Extraction` of `episode`; `earlier`: the
     turns of its conversation before it, shown as context only."""
-    return prompts.load(prompt).render(
+    template = prompts.load(prompt)
+    attributes, system = _static(template, catalog)
+    variables = dict(
         earlier=[
             {
                 "speaker": turn.speaker,
@@ -49,7 +51,7 @@ def render_messages(
             for turn in earlier
         ],
         max_updates=MAX_UPDATES,
-        attributes=_attributes(catalog),
+        attributes=attributes,
         subject=episode.subject,
         subject_names=episode.subject_names,
         current=shown_values(episode.text, catalog, current),
@@ -58,6 +60,35 @@ def render_messages(
         weekday=episode.occurred_at.strftime("%A"),
         text=episode.text,
     )
+    return [
+        {
+            "role": role,
+            "content": system if role == "system" else template.render_block(role, **variables),
+        }
+        for role in template.roles
+    ]
+
+
+_rendered: dict[tuple[str, int], tuple[Catalog, list[dict[str, Any]], str]] = {}
+
+
+def _static(template: prompts.Prompt, catalog: Catalog) -> tuple[list[dict[str, Any]], str]:
+    """The catalogue's attributes as the prompt lists them and the system message, rendered
+    once per prompt and catalogue: they read nothing else (the static prefix a server caches),
+    and rendering them was most of the prompt's CPU."""
+    key = (template.name, id(catalog))
+    entry = _rendered.get(key)
+    if entry is None or entry[0] is not catalog:
+        if len(_rendered) > 16:
+            _rendered.clear()
+        attributes = _attributes(catalog)
+        system = (
+            template.render_block("system", max_updates=MAX_UPDATES, attributes=attributes)
+            if "system" in template.roles
+            else ""
+        )
+        entry = _rendered[key] = (catalog, attributes, system)
+    return entry[1], entry[2]
 
 
 def shown_values(text: str, catalog: Catalog, current: CurrentValues) -> list[dict[str, str]]:

@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 
+import pipeline
 from pipeline.db.store import Store
 from tests.integration.ledger_helpers import cli, cli_json, ledger_counts, put
+from tests.integration.stub_llm import StubServer
 
 AT = "2026-06-03T10:00:00Z"
 BASE = ("extract", "--tenant", "acme", "--subject", "mira", "--at", AT)
@@ -26,7 +28,15 @@ def test_json_report_with_stored_values(
     code, report = cli_json(capsys, *BASE, "--text", text)
     assert code == 0
     assert ledger_counts(store) == before
-    assert set(report) == {"extractor", "prompt_version", "kept", "rejected", "usage"}
+    assert set(report) == {
+        "extractor",
+        "prompt_version",
+        "kept",
+        "rejected",
+        "usage",
+        "context_turns",
+    }
+    assert report["context_turns"] == 0  # the rules read no conversation
     assert (report["extractor"], report["prompt_version"]) == ("rules", None)
     (kept,) = report["kept"]
     assert kept["attribute"] == "account_plan"
@@ -135,6 +145,41 @@ def test_llm_without_an_endpoint_is_exit_2(
     code, _, err = cli(capsys, *BASE, "--text", "my plan is pro", "--extractor", "llm")
     assert code == 2
     assert err.startswith("sgam: SGAM_LLM_BASE_URL")
+
+
+def test_a_model_sees_the_sessions_stored_turns_before_the_episode(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    store: Store,
+    cli_env: Any,
+) -> None:
+    """As in the worker: the turns before it (one instant, ordered by their intake line)."""
+    earlier = ["Since when do you live there?", "And which plan are you on?"]
+    lines = [
+        {"tenant_id": "acme", "subject": "mira", "session_id": "s1", "occurred_at": AT, "text": t}
+        for t in [*earlier, "A later session's turn."]
+    ]
+    lines[-1] |= {"session_id": "s2"}
+    pipeline.ingest(store, lines)
+    prompts: list[str] = []
+
+    def answer(request: dict[str, Any]) -> dict[str, Any]:
+        prompts.append(str(request["messages"][-1]["content"]))
+        return {"updates": []}
+
+    with StubServer() as stub:
+        stub.app.answer = answer
+        monkeypatch.setenv("SGAM_LLM_BASE_URL", stub.base_url)
+        monkeypatch.setenv("SGAM_LLM_MODEL", "stub")
+        asked = [*BASE, "--session", "s1", "--text", "Yes, since March."]
+        code, report = cli_json(capsys, *asked)
+        assert (code, report["context_turns"]) == (0, 2)
+        code, alone = cli_json(capsys, *asked, "--no-context")
+        assert (code, alone["context_turns"]) == (0, 0)
+    with_context, without = prompts
+    assert all(turn in with_context for turn in earlier)
+    assert "later session" not in with_context
+    assert not any(turn in without for turn in earlier)
 
 
 def test_an_unreachable_endpoint_is_exit_5(

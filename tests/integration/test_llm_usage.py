@@ -76,6 +76,32 @@ def test_usage_per_tenant_model_and_day_with_cost(database_url: str, stub: Any) 
     assert sorted(r.tenant_id for r in everyone.rows) == ["acme", "other"]
 
 
+def test_every_extraction_of_an_episode_is_counted(database_url: str, stub: Any) -> None:
+    """A try that failed spent tokens too: a retried episode counts both extractions."""
+    invalid = {"updates": "not a list"}
+    stub.app.answer = lambda _request: invalid
+    store = _store(database_url, stub)
+    try:
+        (receipt,) = pipeline.ingest(
+            store, episode("The view is lovely.", "2026-06-01T09:00:00Z", "s1")
+        ).receipts
+        assert receipt.status == "failed"
+        failed = pipeline.show_episode(store, TENANT, receipt.episode_id).usage
+        stub.app.answer = lambda _request: {"updates": []}
+        retried = pipeline.retry_episode(store, TENANT, receipt.episode_id)
+        assert retried.status == "done"
+        done = pipeline.show_episode(store, TENANT, receipt.episode_id).usage
+        (row,) = pipeline.llm_usage(store).rows
+    finally:
+        store.dispose()
+    assert failed is not None
+    assert done is not None
+    assert failed["attempts"] == 3  # the answer and two re-asks
+    assert [item["attempts"] for item in done["earlier"]] == [3]
+    assert (row.requests, row.attempts) == (2, 3 + done["attempts"])
+    assert row.prompt_tokens == failed["prompt_tokens"] + done["prompt_tokens"] > 0
+
+
 def test_the_rules_spend_nothing_and_no_price_means_no_cost(database_url: str, stub: Any) -> None:
     rules = _store(database_url, None)
     model = _store(database_url, stub)
