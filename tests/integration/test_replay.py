@@ -339,23 +339,34 @@ class Workload:
         """A keyed command sent again: the first result comes back and nothing is logged."""
         operation, command, first = self.rng.choice(self.keyed)
         before = count(self.store, EventRow)
-        if operation == "put":
-            again = pipeline.put(self.store, command)
-            assert (again.fact.fact_id, again.fact.version) == (
-                first.fact.fact_id,
-                first.fact.version,
-            )
-            assert again.written is False
-        elif operation in ("promote", "dismiss"):
-            again = (dismiss if operation == "dismiss" else promote)(self.store, command)
-            assert (again.fact.fact_id, again.fact.version) == (
-                first.fact.fact_id,
-                first.fact.version,
-            )
-        else:
-            assert forget(self.store, command) == first
+        try:
+            if operation == "put":
+                again = pipeline.put(self.store, command)
+                assert (again.fact.fact_id, again.fact.version) == (
+                    first.fact.fact_id,
+                    first.fact.version,
+                )
+                assert again.written is False
+            elif operation in ("promote", "dismiss"):
+                again = (dismiss if operation == "dismiss" else promote)(self.store, command)
+                assert (again.fact.fact_id, again.fact.version) == (
+                    first.fact.fact_id,
+                    first.fact.version,
+                )
+            else:
+                assert (
+                    forget(self.store, command).model_dump() == first.model_dump()
+                )  # the answer again
+        except NotFound:  # its fact was forgotten since: never answered again
+            assert operation != "forget"
+            assert self._forgotten(first.fact.fact_id), f"repeated {operation} refused"
         assert count(self.store, EventRow) == before, f"repeated {operation} was logged again"
         self.outcomes["repeated"] += 1
+
+    def _forgotten(self, fact_id: str) -> bool:
+        with self.store.begin() as unit:
+            hidden = select(FactRow.forgotten_at).where(FactRow.fact_id == fact_id).limit(1)
+            return unit.session.scalar(hidden) is not None
 
     def reuse_key(self) -> None:
         operation, command, _ = self.rng.choice(self.keyed)
