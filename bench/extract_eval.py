@@ -8,7 +8,9 @@ reason, prompt tokens; then the rules extractor over every LoCoMo turn.
 
 A match is (subject, attribute, normalised value, valid_from date in the episode's offset).
 "Covered" episodes state their facts in forms the rules extractor reads (and the negatives);
-the rest need a model. Figures go to bench/README.md.
+the rest need a model. Figures go to bench/README.md. The rules with the default (personal)
+catalogue against human labels are measured by bench/extract_msc.py (MSC),
+bench/extract_beam.py (BEAM) and bench/extract_locomo.py (LoCoMo).
 """
 
 from __future__ import annotations

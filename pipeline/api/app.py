@@ -84,6 +84,9 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
         lifespan=lifespan,
         docs_url=None,  # FastAPI's pages load their scripts from a CDN: docs_pages serves its own
         redoc_url=None,
+        # FastAPI's own spans record the request's path and query (subjects, search words):
+        # SGAM traces requests itself (`traces.Trace`), and no FastAPI telemetry is wanted.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.store, app.state.limiter, app.state.metrics = store, limiter, metrics
     app.state.key_cache = cache

@@ -104,7 +104,7 @@ def process_episodes(
             spans.end(outcomes)
             return outcomes
 
-        contexts = batch_contexts(store, [item.episode for item in claimed])
+        contexts = batch_contexts(store, [item.episode for item in claimed], spans)
 
         def prepare(item: Claimed) -> Callable[[], Extracted]:
             context = contexts[item.key]
@@ -242,21 +242,23 @@ def context_for(store: Store, episode: Episode) -> ExtractionContext:
 
 
 def batch_contexts(
-    store: Store, episodes: Sequence[Episode]
+    store: Store, episodes: Sequence[Episode], spans: EpisodeSpans | None = None
 ) -> dict[EpisodeKey, ExtractionContext]:
     """The model's context for every episode of a claimed batch, read here at once: the
     conversation of each session in one go, each subject's values once. Read per episode
     on the pool's threads, they cost a transaction each and more CPU than the model call;
     the calls of a batch are in flight together, so none of them could see what another
-    one's answer will write anyway."""
+    one's answer will write anyway. A subject's read is traced in the span of the first of
+    its episodes (of `spans`, if given)."""
     turns = earlier_turns_of(store, episodes)
     values: dict[tuple[str, str, str, str], CurrentValues] = {}
     contexts: dict[EpisodeKey, ExtractionContext] = {}
     for episode in episodes:
         scope = (episode.tenant_id, episode.agent_id, episode.purpose, episode.subject)
-        if scope not in values:
-            values[scope] = _current(store, episode)
         key = (episode.tenant_id, episode.episode_id)
+        if scope not in values:
+            with spans.current(key) if spans is not None else nullcontext():
+                values[scope] = _current(store, episode)
         contexts[key] = ExtractionContext(
             store.catalog,
             values[scope],

@@ -54,7 +54,6 @@ HTTP_RESPONSE_STATUS_CODE = "http.response.status_code"
 MESSAGING_SYSTEM = "messaging.system"
 MESSAGING_OPERATION_TYPE = "messaging.operation.type"
 MESSAGING_DESTINATION_NAME = "messaging.destination.name"
-MESSAGING_BATCH_MESSAGE_COUNT = "messaging.batch.message_count"
 
 # SGAM's own.
 SGAM_TENANT = "sgam.tenant.id"
@@ -82,3 +81,47 @@ def decisions_attribute(action: str) -> str:
 
 def store_id(tenant_id: str, agent_id: str, purpose: str) -> str:
     return f"{tenant_id}/{agent_id}/{purpose}"
+
+
+# Every attribute a span may carry, besides `sgam.decisions.<action>`.
+ATTRIBUTES = frozenset(
+    {
+        GEN_AI_OPERATION_NAME,
+        GEN_AI_PROVIDER_NAME,
+        GEN_AI_REQUEST_MODEL,
+        GEN_AI_REQUEST_MAX_TOKENS,
+        GEN_AI_REQUEST_TEMPERATURE,
+        GEN_AI_RESPONSE_MODEL,
+        GEN_AI_RESPONSE_FINISH_REASONS,
+        GEN_AI_USAGE_INPUT_TOKENS,
+        GEN_AI_USAGE_OUTPUT_TOKENS,
+        GEN_AI_OUTPUT_TYPE,
+        SERVER_ADDRESS,
+        SERVER_PORT,
+        GEN_AI_MEMORY_STORE_ID,
+        GEN_AI_MEMORY_RECORD_COUNT,
+        GEN_AI_MEMORY_RECORD_ID,
+        ERROR_TYPE,
+        HTTP_REQUEST_METHOD,
+        HTTP_ROUTE,
+        HTTP_RESPONSE_STATUS_CODE,
+        MESSAGING_SYSTEM,
+        MESSAGING_OPERATION_TYPE,
+        MESSAGING_DESTINATION_NAME,
+        SGAM_TENANT,
+        SGAM_EPISODE,
+        SGAM_EPISODE_COUNT,
+        SGAM_CLAIMED_COUNT,
+        SGAM_INVALID_COUNT,
+        SGAM_LANE,
+        SGAM_EXTRACTOR,
+        SGAM_PROMPT_VERSION,
+        SGAM_OUTCOME,
+        SGAM_CANDIDATES_KEPT,
+        SGAM_CANDIDATES_REFUSED,
+        SGAM_COMMAND,
+        SGAM_ATTEMPT,
+        SGAM_LLM_ATTEMPTS,
+        SGAM_LLM_INVALID_ANSWERS,
+    }
+)

@@ -65,7 +65,6 @@ def setup_tracing(
     with _lock:
         if _provider is not None:
             return True
-        from opentelemetry import trace
         from opentelemetry.sdk.resources import SERVICE_NAME, Resource
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
@@ -84,7 +83,10 @@ def setup_tracing(
 
             exporter = OTLPSpanExporter()
         provider.add_span_processor(BatchSpanProcessor(exporter))
-        trace.set_tracer_provider(provider)  # for libraries and log records that look there
+        # Not made the global provider: libraries that trace through that one (FastAPI's
+        # built-in telemetry, the MCP SDK) record request paths, queries and arguments, which
+        # no span may carry. The current span is still found the usual way
+        # (`opentelemetry.trace.get_current_span()`), e.g. for a log line's trace id.
         enable(provider)
     return True
 

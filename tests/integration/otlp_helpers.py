@@ -184,9 +184,11 @@ def children(spans: list[Received], parent_id: str) -> list[Received]:
     return sorted((s for s in spans if s.parent_id == parent_id), key=lambda s: s.start)
 
 
-def tree(spans: list[Received], *, attributes: tuple[str, ...] = ()) -> str:
+def tree(
+    spans: list[Received], *, attributes: tuple[str, ...] = (), durations: bool = False
+) -> str:
     """The trace as text: one line per span, indented under its parent, in start order, with
-    the service and the named attributes that the span has."""
+    the service, its duration if asked, and the named attributes that the span has."""
     ids = {span.span_id for span in spans}
     roots = sorted((s for s in spans if s.parent_id not in ids), key=lambda s: s.start)
     lines: list[str] = []
@@ -195,6 +197,8 @@ def tree(spans: list[Received], *, attributes: tuple[str, ...] = ()) -> str:
         shown = " ".join(f"{k}={span.attributes[k]}" for k in attributes if k in span.attributes)
         status = " ERROR" if span.status == "error" else ""
         line = f"{'  ' * depth}{span.name} [{span.kind}, {span.service}]{status}"
+        if durations:
+            line += f" {(span.end - span.start) / 1e6:.0f} ms"
         lines.append(f"{line} {shown}".rstrip())
         for child in children(spans, span.span_id):
             walk(child, depth + 1)

@@ -181,6 +181,7 @@ def test_sgam_worker_serves_the_lanes_metrics_summed_over_its_processes(
     assert scraped['sgam_llm_requests_total{model="stub",outcome="ok"}'] == 12
     assert scraped['sgam_episodes_processed_total{lane="background",outcome="done"}'] == 12
     assert scraped['sgam_llm_request_duration_seconds_count{model="stub"}'] == 12
+    assert scraped['sgam_extraction_duration_seconds_count{extractor="llm"}'] == 12
     prompt = scraped[f'sgam_llm_tokens_total{{kind="prompt",model="stub",tenant="{TENANT}"}}']
     assert prompt == count(
         lane_url, "SELECT sum(CAST(usage->>'prompt_tokens' AS integer)) FROM episodes"
