@@ -9,7 +9,7 @@ from typing import Annotated
 from pydantic import AfterValidator, AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field
 
 from schemas.facts import Trust
-from schemas.fields import Identifier, Text, to_utc
+from schemas.fields import END, Described, Identifier, Text, TimestampSchema, to_utc
 
 MAX_EPISODE_CHARS = 20_000
 
@@ -39,7 +39,7 @@ def _not_blank(text: str) -> str:
 
 
 # An episode's instant, validated like every timestamp but with the sender's offset kept.
-EpisodeTime = Annotated[AwareDatetime, BeforeValidator(_aware)]
+EpisodeTime = Annotated[AwareDatetime, BeforeValidator(_aware), TimestampSchema()]
 
 
 def _not_too_long(text: str) -> str:
@@ -53,7 +53,7 @@ EpisodeText = Annotated[
     Text,
     AfterValidator(_not_blank),
     AfterValidator(_not_too_long),
-    Field(json_schema_extra={"maxLength": MAX_EPISODE_CHARS}),
+    Described(maxLength=MAX_EPISODE_CHARS, pattern=rf"^(?=[\s\S]*\S)[^\x00]*{END}"),
 ]
 
 

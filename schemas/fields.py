@@ -5,11 +5,20 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 import unicodedata
 from datetime import UTC, date, datetime
+from functools import cache
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BeforeValidator, PlainSerializer
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    GetJsonSchemaHandler,
+    PlainSerializer,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 # C0 and C1 control characters, DEL, and the bidirectional embeddings, overrides and isolates
 # that make an identifier display as something it is not.
@@ -17,6 +26,9 @@ _FORBIDDEN = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 MAX_ID_LENGTH = 200
 # Deepest nesting of lists and objects a JSON value may have.
 MAX_JSON_DEPTH = 64
+# The end of the text in a JSON Schema pattern: not `$`, which in Python also matches before a
+# final newline.
+END = r"(?![\s\S])"
 
 
 def _utf8(text: str) -> str:
@@ -48,6 +60,95 @@ def _identifier(text: str) -> str:
 def _invisible(character: str) -> bool:
     # Format characters (zero-width space, word joiner, BOM, ...) and separators show nothing.
     return character.isspace() or unicodedata.category(character) in ("Cf", "Zs", "Zl", "Zp")
+
+
+@cache
+def identifier_pattern(*, segment: bool = False) -> str:
+    """`_identifier`'s rules as one regular expression, for the JSON Schema of the OpenAPI
+    document: no forbidden character, no whitespace at either end, a visible character
+    somewhere (`segment`: also no `/`, and not `.` or `..`). Built from the same predicates,
+    so the document cannot drift from the validator; the length is `maxLength`."""
+    # Escapes every regex engine reads (Python's, ECMA's, Rust's); no surrogate can be sent.
+    forbidden = r"\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069" + ("/" if segment else "")
+    edge = forbidden + _ranges(lambda c: c.isspace())
+    visible = forbidden + _ranges(_invisible)
+    dots = rf"(?!\.\.?{END})" if segment else ""
+    return f"^{dots}(?=.*[^{visible}])[^{edge}](?:[^{forbidden}]*[^{edge}])?{END}"
+
+
+def _ranges(wanted: Any) -> str:
+    """The characters for which `wanted` holds, as the inside of a regex character class."""
+    parts: list[str] = []
+    start = previous = -2
+    for point in range(0x80, sys.maxunicode + 1):  # ASCII's are listed by hand
+        if 0xD800 <= point <= 0xDFFF or not wanted(chr(point)):
+            continue
+        if point != previous + 1:
+            if start >= 0:
+                parts.append(_span(start, previous))
+            start = point
+        previous = point
+    if start >= 0:
+        parts.append(_span(start, previous))
+    return (" " if wanted(" ") else "") + "".join(parts)
+
+
+def _span(first: int, last: int) -> str:
+    return chr(first) if first == last else f"{chr(first)}-{chr(last)}"
+
+
+class IdentifierSchema:
+    """An identifier's JSON Schema: a string of 1 to MAX_ID_LENGTH characters matching
+    `identifier_pattern`. Computed when a document is built, not at import."""
+
+    def __init__(self, *, segment: bool = False) -> None:
+        self.segment = segment
+
+    def __get_pydantic_json_schema__(
+        self, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        schema = handler(core_schema)
+        schema.update(
+            minLength=1, maxLength=MAX_ID_LENGTH, pattern=identifier_pattern(segment=self.segment)
+        )
+        return schema
+
+
+# What `to_utc` reads, as the OpenAPI document says it: RFC 3339 with an offset. The first and
+# last day of the calendar are left out, where an offset can carry the instant past year 1 or
+# 9999 once converted to UTC (refused); a date alone (its start in UTC) is read too.
+TIMESTAMP_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "format": "date-time",
+    "pattern": "^(?!0001-01-01T|9999-12-31T)",
+}
+
+
+class Described:
+    """Keywords a validator's rule adds to a type's JSON Schema in the OpenAPI document (a
+    validator function is invisible to it)."""
+
+    def __init__(self, **keywords: Any) -> None:
+        self.keywords = keywords
+
+    def __get_pydantic_json_schema__(
+        self, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        schema = handler(core_schema)
+        if handler.mode == "validation":
+            schema.update(self.keywords)
+        return schema
+
+
+class TimestampSchema:
+    """A timestamp's JSON Schema in the OpenAPI document: TIMESTAMP_SCHEMA."""
+
+    def __get_pydantic_json_schema__(
+        self, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        if handler.mode == "serialization":  # what the server sends: RFC 3339, any instant
+            return {"type": "string", "format": "date-time"}
+        return dict(TIMESTAMP_SCHEMA)
 
 
 def _text(text: str) -> str:
@@ -153,9 +254,9 @@ def _json_text(text: str) -> None:
         raise ValueError("must not contain NUL characters")
 
 
-Identifier = Annotated[str, AfterValidator(_identifier)]
-Text = Annotated[str, AfterValidator(_text)]
-UtcDatetime = Annotated[datetime, BeforeValidator(to_utc)]
+Identifier = Annotated[str, AfterValidator(_identifier), IdentifierSchema()]
+Text = Annotated[str, AfterValidator(_text), Described(pattern=rf"^[^\x00]*{END}")]
+UtcDatetime = Annotated[datetime, BeforeValidator(to_utc), TimestampSchema()]
 # An instant as the decision log stores it: RFC 3339 UTC with Z in JSON, aware UTC in Python.
 UtcInstant = Annotated[
     datetime, BeforeValidator(to_utc), PlainSerializer(format_utc, when_used="json")

@@ -21,7 +21,14 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pipeline.access.keys import ApiKey, authenticate
-from pipeline.api.problems import ApiError, Forbidden, ScopeMismatch, Unauthorized, problem_response
+from pipeline.api.problems import (
+    ApiError,
+    Forbidden,
+    RateLimited,
+    ScopeMismatch,
+    Unauthorized,
+    problem_response,
+)
 from pipeline.api.ratelimit import RateLimiter
 from pipeline.db.store import Store
 from pipeline.errors import SgamError
@@ -103,11 +110,22 @@ class Authenticate:
         if cached is not None:
             return cached
         address = scope["client"][0] if scope.get("client") else "unknown"
-        await self.limiter.check_address(address)
+        fingerprint = _fingerprint(presented)
+        spent = False
+        try:
+            await self.limiter.check_address(address)
+        except RateLimited:
+            # The address guessed too many keys; a key accepted before is still looked up.
+            if not await self.limiter.known(fingerprint):
+                raise
+            spent = True
         found = await anyio.to_thread.run_sync(authenticate, self.store, presented)
         if isinstance(found, str):
-            await self.limiter.refused(address)
+            if not spent:
+                await self.limiter.refused(address)
+            await self.limiter.disown(fingerprint)
             raise Unauthorized(REFUSED[found])
+        await self.limiter.vouch(fingerprint)
         self.cache.put(presented, found)
         return found
 

@@ -118,9 +118,8 @@ def _handle_errors(app: FastAPI, routes: list[BaseRoute]) -> None:
                 f"the body is not JSON: {first.get('ctx', {}).get('error', 'decode error')}"
             )
         else:
-            place = (
-                first["loc"][1:] if first["loc"][:1] in (("body",), ("query",)) else first["loc"]
-            )
+            located = first["loc"][:1] in (("body",), ("query",), ("path",), ("header",))
+            place = first["loc"][1:] if located else first["loc"]
             refused = invalid_field(first | {"loc": place or ("body",)})
         return problem_response(refused, request.url.path)
 

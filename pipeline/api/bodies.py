@@ -13,7 +13,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 from pipeline.access.keys import NewKey
 from pipeline.hot_path import RememberIn
 from schemas.commands import PutFact
-from schemas.fields import Identifier
+from schemas.fields import Identifier, IdentifierSchema
 from schemas.intake import EpisodeIn
 
 
@@ -23,7 +23,7 @@ def one_segment(subject: str) -> str:
     return subject
 
 
-Subject = Annotated[Identifier, AfterValidator(one_segment)]
+Subject = Annotated[Identifier, AfterValidator(one_segment), IdentifierSchema(segment=True)]
 
 
 def body_of(

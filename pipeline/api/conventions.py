@@ -6,14 +6,14 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from fastapi import Depends, Header, Request
-from pydantic import TypeAdapter, ValidationError
+from fastapi import Depends, Header, Query, Request
+from pydantic import TypeAdapter, ValidationError, WithJsonSchema
 
 from pipeline.api.bodies import Subject
 from pipeline.db.store import Store
 from pipeline.errors import InvalidInput
 from pipeline.validation import invalid_field
-from schemas.fields import Identifier
+from schemas.fields import TIMESTAMP_SCHEMA, Identifier, Text
 
 _IDENTIFIER: TypeAdapter[str] = TypeAdapter(Identifier)
 _SUBJECT: TypeAdapter[str] = TypeAdapter(Subject)
@@ -27,8 +27,20 @@ async def store_of(request: Request) -> Store:
 
 
 Opened = Annotated[Store, Depends(store_of)]
-IdempotencyHeader = Annotated[str | None, Header(alias="Idempotency-Key")]
-IfMatchHeader = Annotated[str | None, Header(alias="If-Match")]
+IdempotencyHeader = Annotated[Identifier | None, Header(alias="Idempotency-Key")]
+# If-Match is checked by expected_state / expected_version, whose messages say what to send;
+# the patterns only tell the OpenAPI document the same.
+IfMatchHeader = Annotated[
+    str | None, Header(alias="If-Match", json_schema_extra={"pattern": f"^(?:{_STATE.pattern})$"})
+]
+IfMatchVersion = Annotated[
+    str | None, Header(alias="If-Match", json_schema_extra={"pattern": f"^(?:{_VERSION.pattern})$"})
+]
+# Query parameters, typed as the pipeline's queries check them, so the document says so.
+IdQuery = Annotated[Identifier | None, Query()]
+TextQuery = Annotated[Text | None, Query()]
+TimeQuery = Annotated[Annotated[str, WithJsonSchema(TIMESTAMP_SCHEMA)] | None, Query()]
+Limit = Annotated[int, Query(ge=1, le=100_000)]  # every list query's bounds
 
 
 def identifier(name: str, value: str, *, subject: bool = False) -> str:

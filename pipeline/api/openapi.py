@@ -1,5 +1,7 @@
-"""The OpenAPI document: FastAPI's, plus the problem answers every /v1 operation may give
-and the models that only a hand-written request body names."""
+"""The OpenAPI document: FastAPI's, plus the problem answers every /v1 operation may give,
+the models that only a hand-written request body names, and what the server's catalogue and
+settings allow (`catalog_schema`, the batch size): a document that says what the server
+accepts, checked by tests/integration/api/test_schemathesis.py."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
+from pipeline.api import catalog_schema
 from pipeline.api.answers import Problem
 from pipeline.api.bodies import EpisodeBody
 from pipeline.api.problems import PROBLEM_JSON, PROBLEMS, TYPE_PREFIX
@@ -36,6 +39,20 @@ def problem_table() -> str:
     return "\n".join(rows)
 
 
+def _absent_not_null(document: dict[str, Any]) -> None:
+    """An optional parameter is left out, never sent as null: FastAPI's `anyOf [X, null]`
+    would let a client send the text "null" where X is refused."""
+    for operations in document["paths"].values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", []):
+                choices = parameter["schema"].get("anyOf", [])
+                kept = [choice for choice in choices if choice != {"type": "null"}]
+                if len(choices) == 2 and len(kept) == 1:
+                    parameter["schema"] = kept[0] | {
+                        k: v for k, v in parameter["schema"].items() if k != "anyOf"
+                    }
+
+
 def build(app: FastAPI) -> dict[str, Any]:
     if app.openapi_schema:
         return app.openapi_schema
@@ -62,5 +79,15 @@ def build(app: FastAPI) -> dict[str, Any]:
             responses["422"] = {"description": COMMON["422"], "content": problem}
     for unused in ("HTTPValidationError", "ValidationError"):
         schemas.pop(unused, None)
+    _absent_not_null(document)
+    schemas["JsonValue"] = catalog_schema.JSON_VALUE
+    schemas["EpisodeBody"]["properties"]["metadata"]["additionalProperties"] = {
+        "$ref": "#/components/schemas/JsonValue"
+    }
+    catalog_schema.describe(document, app.state.store.catalog)
+    batch = document["paths"]["/v1/episodes"]["post"]["requestBody"]["content"]
+    batch["application/json"]["schema"]["oneOf"][1]["maxItems"] = (
+        app.state.store.settings.api_max_batch
+    )
     app.openapi_schema = document
     return document

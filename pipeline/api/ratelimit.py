@@ -2,9 +2,12 @@
 
 Each key may send `SGAM_API_RATE_BURST` requests at once and `SGAM_API_RATE_PER_S` a second
 after that; each client address has a bucket of the same size for keys that were refused
-(unknown, wrong, revoked, expired), checked before a key is looked up. One Lua script refills
-and takes a token atomically, on Redis's own clock, so processes on hosts with skewed clocks
-agree. A Redis that cannot be reached refuses the request (503): the limit is not silently
+(unknown, wrong, revoked, expired), checked before a key is looked up. Past that budget only a
+key the service accepted within KNOWN_KEY_SECONDS is still looked up (its fingerprint is kept
+in Redis): clients guessing keys from behind the same NAT or proxy as real users do not lock
+those users out, and an unknown key costs one Redis read, no database lookup. One Lua script
+refills and takes a token atomically, on Redis's own clock, so processes on hosts with skewed
+clocks agree. A Redis that cannot be reached refuses the request (503): the limit is not silently
 lifted.
 """
 
@@ -41,6 +44,10 @@ return {allowed, tostring(wait)}
 """
 
 
+# How long a key the service accepted still passes an address whose refused-key budget is spent.
+KNOWN_KEY_SECONDS = 7 * 24 * 3600
+
+
 class RateLimiter:
     def __init__(self, settings: Settings) -> None:
         self.rate = settings.api_rate_per_s
@@ -69,6 +76,28 @@ class RateLimiter:
     async def refused(self, address: str) -> None:
         """Charge `address` for a key that was refused."""
         await self._spend(f"sgam:rate:refused:{address}", 1, "this address's refused keys")
+
+    async def vouch(self, fingerprint: str) -> None:
+        """Remember that the key with this fingerprint was accepted."""
+        await self._call("set", f"sgam:known:{fingerprint}", 1, ex=KNOWN_KEY_SECONDS)
+
+    async def known(self, fingerprint: str) -> bool:
+        """Whether the key with this fingerprint was accepted lately."""
+        return bool(await self._call("exists", f"sgam:known:{fingerprint}"))
+
+    async def disown(self, fingerprint: str) -> None:
+        """The key was refused (revoked, expired): it no longer passes a spent budget."""
+        await self._call("delete", f"sgam:known:{fingerprint}")
+
+    async def _call(self, command: str, *args: object, **options: object) -> object:
+        if self.redis is None:
+            return None
+        try:
+            return await getattr(self.redis, command)(*args, **options)
+        except RedisError as error:
+            raise StoreUnavailable(
+                f"the rate limiter's Redis is unavailable ({type(error).__name__})"
+            ) from error
 
     async def _spend(self, bucket: str, cost: int, whose: str) -> None:
         if self.redis is None:

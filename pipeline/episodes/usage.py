@@ -46,7 +46,8 @@ def llm_usage(store: Store, query: UsageQuery | Mapping[str, Any] | None = None)
     groups: dict[tuple[str, str, date], list[dict[str, Any]]] = defaultdict(list)
     with store.reading() as connection:
         for tenant_id, spent, at in connection.execute(statement):
-            if at is None:
+            # None: not processed yet (the column's JSON null).
+            if spent is None or at is None:
                 continue
             day = _utc(at).date()
             for extraction in [*spent.get("earlier", []), spent]:

@@ -4,9 +4,11 @@ complete them through the real server's recorded answers (tests/cassettes/README
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
@@ -18,9 +20,11 @@ from tests.integration.cassettes import MODEL, RECORDED_PROMPT, cassette, record
 from tests.integration.cassettes import settings as llm_settings
 from tests.integration.pipeline_helpers import TENANT, episode
 
-# Nothing the rules extractor matches: only the model can read anything from it (and this
-# one, recorded, the small model answered in valid JSON: see tests/cassettes/README.md).
+# Nothing the rules extractor matches: only the model can read anything from it. With this
+# text and earlier turn the small model's fourth recorded answer was valid JSON (an earlier
+# turn of "We moved here in May." got none in four): see tests/cassettes/README.md.
 TEXT = "The river view from my Lisbon flat is lovely."
+EARLIER = "Hi, it is me again."
 
 
 class Switch(httpx2.BaseTransport):
@@ -55,13 +59,24 @@ def llm_store(tmp_path: Path) -> Iterator[Store]:
     store.dispose()
 
 
-def _assert_done_by_the_model(store: Store, episode_id: str, played: object) -> None:
+def _assert_done_by_the_model(store: Store, episode_id: str, played: Any) -> None:
     shown = pipeline.show_episode(store, TENANT, episode_id)
     assert (shown.status, shown.extractor) == ("done", f"llm:{MODEL}")
     assert shown.prompt_version == RECORDED_PROMPT
     usage = shown.usage
     assert (usage["prompt_tokens"], usage["completion_tokens"]) == recorded_tokens(played)
-    assert shown.decisions, "at least the episode's own record"
+    # Every answer but the last failed validation and was re-asked; the last one validated.
+    requests = len(played.requests)
+    assert (usage["attempts"], usage["invalid_answers"]) == (requests, requests - 1)
+    # The validated answer's one update quotes nothing of the episode (the small model
+    # answered with fragments of its own earlier output): refused, nothing kept or written.
+    assert (shown.candidates, shown.facts) == ([], [])
+    (processed,) = shown.decisions
+    assert (processed.kind, processed.reason) == ("episode_processed", "0 kept, 1 refused")
+    assert processed.command is not None
+    assert processed.command["refused"] == [
+        {"attribute": "meeting_at", "reason": "evidence_not_quoted"}
+    ]
     for decision in shown.decisions:
         assert (decision.episode_id, decision.prompt_version) == (episode_id, RECORDED_PROMPT)
 
@@ -100,10 +115,18 @@ def test_the_hot_path_defers_when_the_model_fails_and_the_sweeper_completes_it(
     client = LlmClient(llm_store.settings, switch)
     request.addfinalizer(client.close)
 
-    # A fixed time: the prompt names it, and the cassette is matched on the prompt.
+    # An earlier turn of the same session, ingested while the endpoint is down (it fails, but
+    # its text is the conversation): extract/v2 shows it to the model as context only.
+    (before,) = pipeline.ingest(
+        llm_store, episode(EARLIER, "2026-06-01T08:59:00Z", "s1"), llm=client
+    ).receipts
+    assert before.status == "failed"
+    # Fixed times: the prompt names them, and the cassette is matched on the prompt.
     said_at = "2026-06-01T09:00:00Z"
     said = pipeline.remember(
-        llm_store, {"tenant_id": TENANT, "subject": "mira", "text": TEXT, "at": said_at}, llm=client
+        llm_store,
+        {"tenant_id": TENANT, "subject": "mira", "text": TEXT, "at": said_at, "session_id": "s1"},
+        llm=client,
     )
 
     assert (said.deferred, said.facts) == (True, [])
@@ -118,3 +141,9 @@ def test_the_hot_path_defers_when_the_model_fails_and_the_sweeper_completes_it(
     assert (pending, stuck) == (1, 0)
     assert driven.outcomes[(TENANT, said.episode_id)].status == "done"
     _assert_done_by_the_model(llm_store, said.episode_id, played)
+    prompt = json.loads(played.requests[0].body)["messages"][-1]["content"]
+    context, _, episode_part = prompt.partition("Episode (")
+    assert f"- mira (2026-06-01T08:59:00+00:00): {EARLIER}" in context
+    assert "context only" in context
+    assert episode_part.endswith(TEXT)
+    assert EARLIER not in episode_part

@@ -187,8 +187,9 @@ RUNNABLE = [b for b in ALL if b.info in SHELL or transcript(b) is not None]
 
 @pytest.fixture
 def machine(block: Block) -> Iterator[Machine]:
-    database = fresh_database() if "postgresql" in block.text else "sqlite:///unused.sqlite3"
-    if README_LLM not in block.text:
+    runs = block.marker is None
+    database = fresh_database() if runs and "postgresql" in block.text else "sqlite:///unused"
+    if not runs or README_LLM not in block.text:
         yield Machine(database, free_port(), README_LLM)
         return
     with StubServer() as stub:  # answers every extraction with no update
@@ -198,7 +199,8 @@ def machine(block: Block) -> Iterator[Machine]:
 def _params() -> list[object]:
     params: list[object] = []
     for block in RUNNABLE:
-        marks = [pytest.mark.postgres] if "postgresql" in block.text else []
+        needs_postgres = block.marker is None and "postgresql" in block.text
+        marks = [pytest.mark.postgres] if needs_postgres else []
         params.append(pytest.param(block, id=block.slug, marks=marks))
     return params
 

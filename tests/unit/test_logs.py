@@ -93,6 +93,9 @@ def test_a_warning_is_logged_by_its_category_and_place(
     logger = logging.getLogger("py.warnings")
     out = handler(log_format)
     logger.addHandler(out)
+    # Only this handler: a root handler an in-process CLI run of an earlier test left would
+    # print the record a second time.
+    propagated, logger.propagate = logger.propagate, False
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("always")
@@ -100,6 +103,7 @@ def test_a_warning_is_logged_by_its_category_and_place(
             warnings.warn(f"Expected `str` but got `int` with value {MARKER}", UserWarning, 1)
     finally:
         logger.removeHandler(out)
+        logger.propagate = propagated
         logging.captureWarnings(False)
     (line,) = _lines(capsys)
     assert MARKER not in line

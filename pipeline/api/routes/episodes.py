@@ -16,14 +16,11 @@ import pipeline
 from pipeline.api import operations
 from pipeline.api.access import Reader, Writer, bind
 from pipeline.api.bodies import RememberBody
-from pipeline.api.conventions import (
-    IdempotencyHeader,
-    Opened,
-    identifier,
-)
+from pipeline.api.conventions import IdempotencyHeader, IdQuery, Limit, Opened, identifier
 from pipeline.api.problems import MalformedRequest
 from pipeline.api.routes.owned import require_owned
 from pipeline.hot_path import Remembered
+from schemas.fields import Identifier
 from schemas.lifecycle import EpisodeStatus
 from schemas.results import EpisodeDetail, IngestReport, Retried, StoredEpisode
 
@@ -32,7 +29,7 @@ router = APIRouter(prefix="/v1", tags=["episodes"])
 _BATCH_SCHEMA = {
     "oneOf": [
         {"$ref": "#/components/schemas/EpisodeBody"},
-        {"type": "array", "items": {"$ref": "#/components/schemas/EpisodeBody"}},
+        {"type": "array", "minItems": 1, "items": {"$ref": "#/components/schemas/EpisodeBody"}},
     ]
 }
 
@@ -58,8 +55,10 @@ async def post_episodes(
     idempotency: IdempotencyHeader = None,
 ) -> IngestReport:
     """One episode object or a list of them. All are checked first: one invalid episode
-    stores nothing (422 naming each by index). With Idempotency-Key, a batch's episodes get
-    the keys `KEY:1`, `KEY:2`, ... so a retried request stores nothing twice. 202 when the
+    stores nothing (422 naming each by index); at most SGAM_API_MAX_BATCH. With
+    Idempotency-Key, a batch's episodes get the keys `KEY:1`, `KEY:2`, ... so a retried
+    request stores nothing twice (they may then not carry their own; a single episode's own
+    must equal the header). 202 when the
     workers have episodes to process; 200 when all were processed here (no broker) or were
     duplicates."""
     try:
@@ -83,7 +82,8 @@ def remember(
 ) -> Remembered:
     """The same answer as `sgam remember --json`; a write the ledger refused is listed under
     `rejected` with the reason (FactConflict, TrustRejected). Retrying with the same
-    Idempotency-Key answers what the first request wrote."""
+    Idempotency-Key answers what the first request wrote; a body's own idempotency_key must
+    equal the header."""
     return operations.remember(store, key, body.model_dump(exclude_unset=True), idempotency)
 
 
@@ -96,9 +96,9 @@ def list_episodes(
     key: Reader,
     store: Opened,
     status: EpisodeStatus | None = None,
-    session_id: str | None = None,
-    subject: str | None = None,
-    limit: int = 100,
+    session_id: IdQuery = None,
+    subject: IdQuery = None,
+    limit: Limit = 100,
 ) -> list[StoredEpisode]:
     query = bind(key, {}) | {"status": status, "session_id": session_id, "subject": subject}
     query["limit"] = limit
@@ -110,7 +110,7 @@ def list_episodes(
     summary="An episode, its candidates, the decisions taken for it and its facts",
     response_model=EpisodeDetail,
 )
-def get_episode(episode_id: str, key: Reader, store: Opened) -> EpisodeDetail:
+def get_episode(episode_id: Identifier, key: Reader, store: Opened) -> EpisodeDetail:
     episode_id = identifier("episode_id", episode_id)
     require_owned(store, key, "episode", episode_id)
     return pipeline.show_episode(
@@ -128,7 +128,7 @@ def get_episode(episode_id: str, key: Reader, store: Opened) -> EpisodeDetail:
     summary="A failed episode back to work",
     response_model=Retried,
 )
-def retry_episode(episode_id: str, key: Writer, store: Opened) -> Retried:
+def retry_episode(episode_id: Identifier, key: Writer, store: Opened) -> Retried:
     """409 when the episode is not failed."""
     episode_id = identifier("episode_id", episode_id)
     require_owned(store, key, "episode", episode_id)

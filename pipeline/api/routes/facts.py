@@ -15,11 +15,15 @@ from fastapi.responses import Response
 import pipeline
 from pipeline.api import operations
 from pipeline.api.access import Reader, Reviewer, Writer, bind
-from pipeline.api.bodies import PutBody
+from pipeline.api.bodies import PutBody, Subject
 from pipeline.api.conventions import (
     IdempotencyHeader,
+    IdQuery,
     IfMatchHeader,
+    IfMatchVersion,
     Opened,
+    TextQuery,
+    TimeQuery,
     etag,
     expected_state,
     expected_version,
@@ -31,13 +35,15 @@ from pipeline.api.routes.owned import require_owned
 from pipeline.ledger.results import PutResult
 from pipeline.read.context import Context
 from schemas.facts import Cardinality, Fact
+from schemas.fields import Identifier
 
 router = APIRouter(prefix="/v1", tags=["facts"])
-Text = Annotated[str | None, Query()]
+# The context's budget, as pipeline.read.context.ContextQuery bounds it.
+Budget = Annotated[int | None, Query(ge=1, le=1_000_000)]
 
 
 async def scope_query(
-    tenant_id: Text = None, agent_id: Text = None, purpose: Text = None
+    tenant_id: IdQuery = None, agent_id: IdQuery = None, purpose: IdQuery = None
 ) -> dict[str, str]:
     """The scope a read's query names (each checked like an identifier)."""
     named = given(tenant_id=tenant_id, agent_id=agent_id, purpose=purpose)
@@ -83,14 +89,14 @@ def put_fact(
     response_model=list[Fact],
 )
 def get_facts(
-    subject: str,
+    subject: Subject,
     response: Response,
     key: Reader,
     store: Opened,
     named: Scope,
-    attribute: Text = None,
-    at: Text = None,
-    known_at: Text = None,
+    attribute: IdQuery = None,
+    at: TimeQuery = None,
+    known_at: TimeQuery = None,
     include_quarantined: bool = False,
 ) -> list[Fact]:
     """With a single-valued `attribute` (and no `known_at`), the ETag names the key's state
@@ -119,12 +125,12 @@ def get_facts(
     response_model=list[Fact],
 )
 def get_history(
-    subject: str,
-    attribute: str,
+    subject: Subject,
+    attribute: Identifier,
     key: Reader,
     store: Opened,
     named: Scope,
-    known_at: Text = None,
+    known_at: TimeQuery = None,
     versions: bool = False,
 ) -> list[Fact]:
     return operations.history(
@@ -138,12 +144,12 @@ def get_history(
     response_model=Context,
 )
 def get_context(
-    subject: str,
+    subject: Subject,
     key: Reader,
     store: Opened,
     named: Scope,
-    query: Text = None,
-    budget_tokens: Text = None,
+    query: TextQuery = None,
+    budget_tokens: Budget = None,
 ) -> Context:
     """`text` joins the items as a model would be given them."""
     return operations.context(store, key, subject, named, query=query, budget_tokens=budget_tokens)
@@ -155,12 +161,12 @@ def get_context(
     response_model=PutResult,
 )
 def promote_fact(
-    fact_id: str,
+    fact_id: Identifier,
     response: Response,
     key: Reviewer,
     store: Opened,
     idempotency: IdempotencyHeader = None,
-    if_match: IfMatchHeader = None,
+    if_match: IfMatchVersion = None,
 ) -> PutResult:
     """If-Match names the quarantined fact's version (its ETag); a stale one is 412."""
     fact_id = identifier("fact_id", fact_id)

@@ -11,6 +11,7 @@ from pipeline.api.access import Admin, bind, owns
 from pipeline.api.bodies import KeyBody
 from pipeline.api.conventions import Opened, identifier
 from pipeline.errors import NotFound
+from schemas.fields import Identifier
 
 router = APIRouter(prefix="/v1", tags=["keys"])
 
@@ -32,7 +33,7 @@ def create_key(body: KeyBody, key: Admin, store: Opened) -> IssuedKey:
 
 
 @router.delete("/keys/{key_id}", summary="Revoke a key for good", response_model=ApiKey)
-def revoke_key(key_id: str, request: Request, key: Admin, store: Opened) -> ApiKey:
+def revoke_key(key_id: Identifier, request: Request, key: Admin, store: Opened) -> ApiKey:
     key_id = identifier("key_id", key_id)
     found = [k for k in pipeline.list_keys(store, key.tenant_id) if k.key_id == key_id]
     if not found or not owns(key, _scope(found[0])):

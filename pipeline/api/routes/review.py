@@ -3,20 +3,32 @@ decision log. Each decision names the reviewer's key as its actor."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Query
 
 import pipeline
 from pipeline.api import operations
 from pipeline.api.access import Reviewer, bind
-from pipeline.api.conventions import IdempotencyHeader, Opened, given, identifier
+from pipeline.api.conventions import (
+    IdempotencyHeader,
+    IdQuery,
+    Limit,
+    Opened,
+    TimeQuery,
+    given,
+    identifier,
+)
 from pipeline.api.operations import CandidateFilter
 from pipeline.api.problems import Forbidden
 from pipeline.ledger.results import PutResult
 from schemas.facts import Fact
+from schemas.fields import Identifier, Text
 from schemas.lifecycle import CandidateStatus
 from schemas.results import Decided, LoggedDecision, SupportedCandidate
 
 router = APIRouter(prefix="/v1", tags=["review"])
+Reason = Annotated[Text | None, Query(max_length=500)]  # as DismissFact bounds it
 
 
 @router.get(
@@ -27,9 +39,9 @@ router = APIRouter(prefix="/v1", tags=["review"])
 def list_candidates(
     key: Reviewer,
     store: Opened,
-    subject: str | None = None,
+    subject: IdQuery = None,
     status: CandidateFilter = CandidateStatus.BUFFERED,
-    limit: int = 100,
+    limit: Limit = 100,
 ) -> list[SupportedCandidate]:
     """`status`: a candidate status (buffered by default), or all."""
     return operations.candidates(store, key, subject=subject, status=status, limit=limit)
@@ -40,7 +52,7 @@ def list_candidates(
     summary="Confirm a buffered candidate: it becomes a fact valid from its first support",
     response_model=Decided,
 )
-def confirm(candidate_id: str, key: Reviewer, store: Opened) -> Decided:
+def confirm(candidate_id: Identifier, key: Reviewer, store: Opened) -> Decided:
     """409 when the candidate is no longer buffered, or the ledger refuses the fact."""
     return operations.decide(store, key, "confirm", candidate_id)
 
@@ -50,7 +62,7 @@ def confirm(candidate_id: str, key: Reviewer, store: Opened) -> Decided:
     summary="Drop a buffered candidate for good",
     response_model=Decided,
 )
-def reject(candidate_id: str, key: Reviewer, store: Opened) -> Decided:
+def reject(candidate_id: Identifier, key: Reviewer, store: Opened) -> Decided:
     return operations.decide(store, key, "reject", candidate_id)
 
 
@@ -60,7 +72,7 @@ def reject(candidate_id: str, key: Reviewer, store: Opened) -> Decided:
     response_model=list[Fact],
 )
 def list_quarantine(
-    key: Reviewer, store: Opened, subject: str | None = None, limit: int = 100
+    key: Reviewer, store: Opened, subject: IdQuery = None, limit: Limit = 100
 ) -> list[Fact]:
     query = bind(key, {}) | {"limit": limit}
     if subject is not None:
@@ -76,10 +88,10 @@ def list_quarantine(
 def decision_log(
     key: Reviewer,
     store: Opened,
-    subject: str | None = None,
-    since: str | None = None,
-    until: str | None = None,
-    limit: int = 100,
+    subject: IdQuery = None,
+    since: TimeQuery = None,
+    until: TimeQuery = None,
+    limit: Limit = 100,
     oldest_first: bool = False,
 ) -> list[LoggedDecision]:
     """The log spans every agent and purpose of the tenant: a key bound to one may not read
@@ -97,10 +109,10 @@ def decision_log(
     response_model=PutResult,
 )
 def dismiss_fact(
-    fact_id: str,
+    fact_id: Identifier,
     key: Reviewer,
     store: Opened,
-    reason: str | None = None,
+    reason: Reason = None,
     idempotency: IdempotencyHeader = None,
 ) -> PutResult:
     """409 (`not-quarantined`) when the fact is not quarantined; `reason` goes to the log."""

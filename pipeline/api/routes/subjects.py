@@ -7,6 +7,7 @@ from fastapi import APIRouter
 
 from pipeline.api import operations
 from pipeline.api.access import Admin
+from pipeline.api.bodies import Subject
 from pipeline.api.conventions import IdempotencyHeader, Opened
 from pipeline.ledger.forget import ForgetResult
 
@@ -19,7 +20,7 @@ router = APIRouter(prefix="/v1", tags=["subjects"])
     response_model=ForgetResult,
 )
 def forget(
-    subject: str,
+    subject: Subject,
     key: Admin,
     store: Opened,
     purge: bool = False,

@@ -13,8 +13,9 @@ from typing import Any
 
 import httpx2
 import pytest
+import redis
 
-from pipeline.access.keys import create_key
+from pipeline.access.keys import create_key, revoke_key
 from pipeline.db.store import Store
 from tests.integration.server_helpers import (
     REDIS_URL,
@@ -262,6 +263,57 @@ def test_unknown_keys_are_rate_limited_per_client_address(
     assert refused.json()["type"] == "urn:sgam:problem:rate-limited"
     assert int(refused.headers["Retry-After"]) >= 1
     assert valid == 200
+
+
+@pytest.fixture(scope="module")
+def guarded(api_database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A budget of 3 refused keys per address that refills once in 100 s, and no key trusted
+    from memory: every request goes to the bad-key budget or to Redis's known keys."""
+    started = start_server(
+        api_database,
+        tmp_path_factory.mktemp("guarded"),
+        SGAM_API_RATE_PER_S="0.01",
+        SGAM_API_RATE_BURST="3",
+        SGAM_API_KEY_CACHE_S="0",
+    )
+    yield started
+    stop_server(started)
+
+
+@pytest.fixture
+def address_budget() -> Iterator[None]:
+    """127.0.0.1's refused-key bucket, which every test server shares in Redis, full before
+    the test and again after it: a spent one would refuse the next test's new keys."""
+    client = redis.Redis.from_url(REDIS_URL)
+    client.delete("sgam:rate:refused:127.0.0.1")
+    yield
+    client.delete("sgam:rate:refused:127.0.0.1")
+    client.close()
+
+
+@pytest.mark.usefixtures("address_budget")
+def test_past_an_addresss_bad_key_budget_keys_accepted_before_still_pass(
+    guarded: Server, store: Store, tenant: str
+) -> None:
+    used, unseen = (create_key(store, {"tenant_id": tenant, "role": "reader"}) for _ in range(2))
+    with guarded.client(used[1]) as api:  # a user's key, accepted once
+        before = api.get("/v1/subjects/mira/facts").status_code
+    with guarded.client(f"sgam_nosuchkey_{tenant}") as guesser:  # behind the same address
+        guessed = [guesser.get("/v1/subjects/mira/facts").status_code for _ in range(5)]
+    with guarded.client(used[1]) as api:
+        after = api.get("/v1/subjects/mira/facts").status_code
+    with guarded.client(unseen[1]) as api:
+        never_used = api.get("/v1/subjects/mira/facts")
+    revoke_key(store, used[0].key_id, tenant_id=tenant)  # it no longer passes the spent budget
+    with guarded.client(used[1]) as api:
+        revoked = [api.get("/v1/subjects/mira/facts").status_code for _ in range(2)]
+
+    assert before == 200
+    assert guessed == [401, 401, 401, 429, 429]
+    assert after == 200  # the guesser did not lock the user out
+    assert never_used.status_code == 429  # a key never seen waits for the budget, like a guess
+    assert never_used.json()["type"] == "urn:sgam:problem:rate-limited"
+    assert revoked == [401, 429]  # refused once (a lookup), then no longer vouched for
 
 
 def test_with_a_broker_episodes_wait_in_the_queue(

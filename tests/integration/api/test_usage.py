@@ -11,7 +11,7 @@ import pytest
 import pipeline
 from pipeline.db.store import open_store
 from pipeline.settings import Settings
-from tests.integration.server_helpers import Keys, Server
+from tests.integration.server_helpers import REDIS_URL, Keys, Server
 from tests.integration.stub_llm import StubServer
 
 
@@ -60,3 +60,28 @@ def test_an_admin_reads_its_tenants_usage(
     )
     assert later.json() == {"rows": [], "total_cost": None}
     assert refused.status_code == 403
+
+
+def test_episodes_waiting_for_a_worker_count_for_nothing(
+    server: Server, keys: Keys, tenant: str, api_database: str
+) -> None:
+    # Queued for workers that never come: stored with no usage yet (JSON null in the column).
+    queued = open_store(Settings(database_url=api_database, broker_url=REDIS_URL))
+    try:
+        pipeline.ingest(
+            queued,
+            {
+                "tenant_id": tenant,
+                "subject": "mira",
+                "session_id": "s1",
+                "occurred_at": "2026-06-01T09:00:00Z",
+                "text": "my plan is pro",
+            },
+        )
+    finally:
+        queued.dispose()
+    with server.client(keys("admin")) as api:
+        answered = api.get("/v1/usage")
+
+    assert answered.status_code == 200, answered.text
+    assert answered.json() == {"rows": [], "total_cost": None}

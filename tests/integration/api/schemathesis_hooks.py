@@ -1,0 +1,95 @@
+"""Schemathesis hooks for `test_schemathesis.py`, loaded by the `st` process it runs
+(SCHEMATHESIS_HOOKS): the API key every generated request carries, and the rules the document
+states in words but JSON Schema cannot say, so that no generated request breaks them.
+
+The key is an admin key of the run's own tenant, made in the server's database. A generated
+`DELETE /v1/keys/{key_id}` may revoke it (the run lists the tenant's keys): the first 401
+makes schemathesis ask for the key again, and a new one is made.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import schemathesis
+
+from pipeline.access.keys import create_key
+from pipeline.db.store import Store
+from pipeline.settings import Settings
+from schemas.fields import to_utc
+
+_STORE = Store(Settings(database_url=os.environ["SGAM_DATABASE_URL"]))
+_TENANT = os.environ["SGAM_SCHEMATHESIS_TENANT"]
+
+
+@schemathesis.auth(refresh_interval=600)
+class AdminKey:
+    def get(self, case: Any, context: Any) -> str:
+        return create_key(_STORE, {"tenant_id": _TENANT, "role": "admin"})[1]
+
+    def set(self, case: Any, data: str, context: Any) -> None:
+        case.headers = {**(case.headers or {}), "Authorization": f"Bearer {data}"}
+
+
+def _instant(value: Any) -> datetime | None:
+    try:
+        return to_utc(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
+def _expiry_allowed(path: str, body: dict[str, Any]) -> bool:
+    """A key's `expires_at` is in the future; a fact's also within its attribute's retention
+    (it may only shorten it). Both depend on the clock, which no schema can say."""
+    expires = _instant(body.get("expires_at"))
+    if expires is None:
+        return True
+    now = datetime.now(UTC) + timedelta(seconds=60)  # the request is sent a little later
+    if path == "/v1/facts" and body.get("attribute") in _STORE.catalog.attributes:
+        latest = datetime.now(UTC) + _STORE.catalog.retention(body["attribute"])
+        return now < expires < latest - timedelta(seconds=60)
+    return now < expires
+
+
+@schemathesis.hook
+def map_case(context: Any, case: Any) -> Any:
+    """A tenant named in a body or query is the run's: any other is refused by design (403,
+    "the key's tenant"), and generated names would never reach the pipeline."""
+    bodies = case.body if isinstance(case.body, list) else [case.body]
+    for body in bodies:
+        if isinstance(body, dict) and body.get("tenant_id") is not None:
+            body["tenant_id"] = _TENANT
+    if case.query and case.query.get("tenant_id") is not None:
+        case.query["tenant_id"] = _TENANT
+    return case
+
+
+@schemathesis.hook
+def filter_case(context: Any, case: Any) -> bool:
+    """The rules the document states in words, between fields or against the clock: a put's
+    `valid_to` after its `valid_from`; a key's or a fact's expiry ahead; a body's own
+    idempotency key equal to the Idempotency-Key header, and none per episode in a batch
+    sent with the header."""
+    bodies = case.body if isinstance(case.body, list) else [case.body]
+    header = (case.headers or {}).get("Idempotency-Key")
+    for body in bodies:
+        if not isinstance(body, dict):
+            continue
+        start, end = _instant(body.get("valid_from")), _instant(body.get("valid_to"))
+        if start is not None and end is not None and end <= start:
+            return False
+        if not _expiry_allowed(case.operation.path, body):
+            return False
+        own = body.get("idempotency_key")
+        if None not in (header, own) and (isinstance(case.body, list) or own != header):
+            return False
+    return True
+
+
+@schemathesis.hook
+def after_call(context: Any, case: Any, response: Any) -> None:
+    """Each answer's operation, status and seconds, one line each, for the test's figures."""
+    with open(os.environ["SGAM_SCHEMATHESIS_CALLS"], "a", encoding="utf-8") as calls:
+        calls.write(f"{case.operation.label}\t{response.status_code}\t{response.elapsed:.3f}\n")
