@@ -78,7 +78,8 @@ class DismissFact(Command):
 
     fact_id: Identifier
     expected_version: int | None = Field(default=None, ge=1)
-    reason: str | None = Field(default=None, max_length=500, description="why, for the log")
+    # Text: PostgreSQL's text cannot hold NUL, which would fail the write instead of the input.
+    reason: Text | None = Field(default=None, max_length=500, description="why, for the log")
 
 
 class ForgetSubject(Command):

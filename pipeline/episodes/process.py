@@ -299,7 +299,7 @@ def finish(
             tuple_(EpisodeRow.tenant_id, EpisodeRow.episode_id).in_(list(tokens)),
             EpisodeRow.status == EpisodeStatus.PROCESSING,
         )
-        # Only what the fencing reads: the text, names and usage are not loaded again.
+        # What the fencing and the usage read: the text and the names are not loaded again.
         .options(
             load_only(
                 EpisodeRow.status, EpisodeRow.attempts, EpisodeRow.lost_attempts, EpisodeRow.usage

@@ -6,10 +6,12 @@ from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from pipeline.catalog import bundled_catalog_text, parse_catalog
 from pipeline.errors import CatalogError
 from schemas.catalog import AttributeSpec, Catalog, ValueType
+from schemas.commands import DismissFact
 from schemas.facts import Cardinality
 from schemas.fields import canonical_json, to_utc
 
@@ -334,3 +336,9 @@ def test_messages_name_the_problem_a_user_made() -> None:
     with pytest.raises(InvalidInput) as long:
         parse(EpisodeIn, episode | {"occurred_at": "2026-06-01T10:00:00Z", "text": "x" * 20_001})
     assert str(long.value) == "text: must be at most 20,000 characters (got 20,001)"
+
+
+def test_a_dismissals_reason_refuses_nul_as_every_text_field_does() -> None:
+    with pytest.raises(ValidationError, match="NUL"):
+        DismissFact(tenant_id="t", fact_id="f", actor="a", reason="spam\x00")
+    assert DismissFact(tenant_id="t", fact_id="f", actor="a", reason="spam").reason == "spam"

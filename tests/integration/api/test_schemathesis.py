@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -97,9 +98,11 @@ def test_the_server_keeps_to_its_openapi_document(
         "--request-timeout",
         "30",
     ]
-    started = time.monotonic()
+    started, cpu = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
     run = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True)
     seconds = time.monotonic() - started
+    spent = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_seconds = spent.ru_utime + spent.ru_stime - cpu.ru_utime - cpu.ru_stime
     report = run.stdout[-12000:] + run.stderr[-3000:]
     lines = calls.read_text().splitlines() if calls.exists() else []
     answered = [line.split("\t") for line in lines]
@@ -107,8 +110,10 @@ def test_the_server_keeps_to_its_openapi_document(
     ok = {operation for operation, status, _ in answered if status.startswith("2")}
     statuses = collections.Counter(status for _, status, _ in answered)
     print(  # the figures, in the test's output (-s or on failure)
-        f"schemathesis: {len(by_operation)} operations, {len(answered)} requests "
-        f"in {seconds:.0f} s; statuses {dict(sorted(statuses.items()))}"
+        f"schemathesis: {len(by_operation)} operations, {len(answered)} requests in "
+        f"{seconds:.0f} s ({cpu_seconds:.0f} s of the generator's CPU, "
+        f"{sum(float(s) for _, _, s in answered):.0f} s waiting for answers); "
+        f"statuses {dict(sorted(statuses.items()))}"
     )
 
     assert run.returncode == 0, report + server.logs()
