@@ -1,8 +1,11 @@
 """Erasing a subject's content for a purge, from every table that holds any: values and
 evidence become null, episode texts and metadata are erased, and every hash derived from
 content is replaced by a token that cannot be traced back to it (a value from a small domain —
-a date, a boolean, an enum — could otherwise be found by hashing each candidate). Ids,
-timestamps and the shape of the history stay for the audit.
+a date, a boolean, an enum — could otherwise be found by hashing each candidate). Free text
+written about the subject — a refusal's message ("not a number: …" quotes the refused value),
+a decision's reason (a reviewer's words, a refusal's text), an episode's last error — is
+erased too: it may quote a value. Ids, timestamps and the shape of the history stay for the
+audit.
 """
 
 from __future__ import annotations
@@ -26,8 +29,12 @@ from pipeline.db.models import (
 )
 from pipeline.ledger.events import content_hash
 from pipeline.ledger.idempotency import PURGED
+from schemas.event_kinds import EventKind
 
 SHREDDED = "~"  # marks a replaced hash; a sha256 hex digest never contains it
+ERASED = "erased by purge"  # stands for free text that may have quoted a value
+# A forget's reason is SGAM's own count of hidden facts; replay rebuilds it as it was logged.
+OWN_REASONS = frozenset({EventKind.FORGET.value, EventKind.PURGE.value})
 Shred = Callable[[str], str]
 
 
@@ -63,14 +70,16 @@ def erase(session: Session, tenant_id: str, subject: str) -> None:
         select(EventRow).where(
             EventRow.tenant_id == tenant_id,
             EventRow.subject == subject,
-            EventRow.command.is_not(None),
         )
     )
     for event in events:
-        event.command = _scrub(event.command, shred)
-        event.content_hash = content_hash(
-            {"decision": event.kind, "fact_ids": event.fact_ids, "command": event.command}
-        )
+        if event.kind not in OWN_REASONS:
+            event.reason = None
+        if event.command is not None:
+            event.command = _scrub(event.command, shred)
+            event.content_hash = content_hash(
+                {"decision": event.kind, "fact_ids": event.fact_ids, "command": event.command}
+            )
     cached_results = session.scalars(
         select(IdempotencyRow).where(
             IdempotencyRow.tenant_id == tenant_id, IdempotencyRow.subject == subject
@@ -90,6 +99,7 @@ def _erase_pipeline(session: Session, tenant_id: str, subject: str, shred: Shred
     )
     for episode in episodes:
         episode.text, episode.meta, episode.subject_names = None, None, []
+        episode.last_error = None if episode.last_error is None else ERASED
         episode.text_hash = shred(episode.text_hash)
     candidates = session.scalars(
         select(CandidateRow).where(
@@ -98,6 +108,7 @@ def _erase_pipeline(session: Session, tenant_id: str, subject: str, shred: Shred
     ).all()
     for candidate in candidates:
         candidate.value = None
+        candidate.reason = None
         candidate.value_hash = shred(candidate.value_hash)
     if candidates:
         session.execute(
@@ -134,6 +145,8 @@ def _scrub(payload: Any, shred: Shred) -> Any:
 def _scrub_field(name: str, item: Any, shred: Shred) -> Any:
     if name in ("value", "evidence"):
         return None
+    if name in ("message", "reason") and isinstance(item, str):
+        return ERASED  # a refusal's message or a reviewer's reason may quote a value
     if name in ("value_hash", "slot") and isinstance(item, str):
         return shred(item)
     return _scrub(item, shred)

@@ -163,6 +163,49 @@ def _write_marked(store: Store, count: int) -> list[str]:
     return marks
 
 
+def _columns_holding(store: Store, mark: str) -> list[str]:
+    """Every table.column of the schema whose stored text (JSON included) contains the mark."""
+    found = []
+    with store.begin() as unit:
+        for table in Base.metadata.sorted_tables:
+            for row in unit.session.execute(select(table)).mappings():
+                found += [f"{table.name}.{name}" for name, cell in row.items() if mark in str(cell)]
+    return sorted(set(found))
+
+
+def test_purge_erases_free_text_that_quotes_a_value(store: Store) -> None:
+    """A reviewer's reason and a refusal's message are text about the subject: they may quote
+    its values, so a purge erases them as it erases values and evidence."""
+    mark = f"{MARK}-{uuid.uuid4().hex[:10]}"
+    quarantined = pipeline.put(
+        store,
+        {
+            "tenant_id": TENANT,
+            "subject": SUBJECT,
+            "attribute": "open_cases",
+            "value": "case 7",
+            "valid_from": "2026-01-01T00:00:00Z",
+            "source_episode_id": "tool-1",
+            "trust": "untrusted",
+        },
+    )
+    reason = f"the tool said {mark}, which the customer denied"
+    pipeline.dismiss(
+        store,
+        {
+            "tenant_id": TENANT,
+            "fact_id": quarantined.fact.fact_id,
+            "reason": reason,
+            "idempotency_key": "dismiss-1",
+        },
+    )
+    assert _columns_holding(store, mark), "the reason is logged before the purge"
+
+    pipeline.forget(store, {"tenant_id": TENANT, "subject": SUBJECT, "purge": True})
+
+    assert _columns_holding(store, mark) == []
+
+
 def test_sqlite_purge_leaves_no_value_in_the_files_with_another_connection_open(
     tmp_path: Path,
 ) -> None:
