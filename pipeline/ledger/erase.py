@@ -29,7 +29,7 @@ from pipeline.db.models import (
 )
 from pipeline.ledger.events import content_hash
 from pipeline.ledger.idempotency import PURGED
-from schemas.event_kinds import EventKind
+from schemas.lifecycle import EventKind
 
 SHREDDED = "~"  # marks a replaced hash; a sha256 hex digest never contains it
 ERASED = "erased by purge"  # stands for free text that may have quoted a value
