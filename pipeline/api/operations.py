@@ -23,6 +23,7 @@ from pipeline.api.conventions import given, idempotency_key, identifier
 from pipeline.api.problems import Forbidden
 from pipeline.api.routes.owned import require_owned
 from pipeline.db.store import Store
+from pipeline.episodes.intake import first_receipts
 from pipeline.errors import InvalidInput, InvalidLines
 from pipeline.hot_path import Remembered
 from pipeline.ledger.forget import ForgetResult
@@ -68,10 +69,11 @@ def remember(
 
 def ingest(
     store: Store, key: ApiKey, sent: Any, idempotency: str | None = None
-) -> tuple[IngestReport, bool]:
+) -> tuple[IngestReport, bool, bool]:
     """One episode object or a list of them; all are checked first and one invalid episode
     stores nothing. With `idempotency`, a batch's episodes get the keys KEY:1, KEY:2, ...
-    Returns the answer and whether the workers have episodes to process."""
+    and a repeat of the request answers its first receipts. Returns the answer, whether the
+    workers have episodes to process, and whether it was a repeat."""
     single = isinstance(sent, dict)
     items = [sent] if single else sent
     if not isinstance(items, list) or not items:
@@ -90,8 +92,16 @@ def ingest(
     if bad:
         raise InvalidLines(bad)
     report = pipeline.ingest(store, episodes)
+    replayed = idempotency is not None and all(
+        receipt.status is ReceiptStatus.DUPLICATE for receipt in report.receipts
+    )
+    if replayed:  # the request again: its first answer again
+        first = first_receipts(store, key.tenant_id, [e["idempotency_key"] for e in episodes])
+        if first is not None:
+            stored = any(receipt.status is ReceiptStatus.STORED for receipt in first)
+            report = IngestReport(receipts=first, broker_down=stored)
     waiting = (ReceiptStatus.QUEUED, ReceiptStatus.STORED)  # the workers have them to process
-    return report, any(receipt.status in waiting for receipt in report.receipts)
+    return report, any(receipt.status in waiting for receipt in report.receipts), replayed
 
 
 def _episode(

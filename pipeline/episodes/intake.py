@@ -17,7 +17,7 @@ from functools import partial
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from pipeline.db.inserts import check_columns
 from pipeline.db.models import EPISODES, EpisodeRow, IdempotencyRow
@@ -92,7 +92,9 @@ def ingest(
         for start in range(0, len(valid), chunk_size):
             chunk = valid[start : start + chunk_size]
             stored = store.run(partial(_store_chunk, chunk=chunk))
-            report.receipts += _hand_over(store, stored, report, llm)
+            receipts = _hand_over(store, stored, report, llm)
+            store.run(partial(_keep_first_receipts, chunk=chunk, receipts=receipts))
+            report.receipts += receipts
             if progress is not None:
                 progress(len(chunk))
         if opened.is_recording():
@@ -184,6 +186,41 @@ def _store_chunk(unit: Unit, *, chunk: list[tuple[int, EpisodeIn]]) -> Stored:
     for line, _ in chunk:
         stored.append(received[line] if line in received else (repeats[line], None))
     return stored
+
+
+def _keep_first_receipts(
+    unit: Unit, *, chunk: list[tuple[int, EpisodeIn]], receipts: list[Receipt]
+) -> None:
+    """Each keyed episode's key keeps the receipt its first intake answered, so a repeated
+    request can answer the same again (`first_receipts`)."""
+    keyed = {line: episode for line, episode in chunk if episode.idempotency_key is not None}
+    for receipt in receipts:
+        episode = keyed.get(receipt.line)
+        if episode is None or receipt.status is ReceiptStatus.DUPLICATE:
+            continue
+        first = receipt.model_dump(mode="json")
+        unit.session.execute(
+            update(IdempotencyRow)
+            .where(
+                IdempotencyRow.tenant_id == episode.tenant_id,
+                IdempotencyRow.key == episode.idempotency_key,
+            )
+            .values(result={"episode_id": receipt.episode_id, "receipt": first})
+        )
+
+
+def first_receipts(store: Store, tenant_id: str, keys: Sequence[str]) -> list[Receipt] | None:
+    """The receipts the first intake under these keys answered, in their order; None when a
+    key kept none (stored before receipts were kept, or not an intake's key)."""
+
+    def read(unit: Unit) -> list[Receipt] | None:
+        found = stored_keys(unit.session, [(tenant_id, key) for key in keys])
+        kept = [found.get((tenant_id, key)) for key in keys]
+        if any(row is None or "receipt" not in (row.result or {}) for row in kept):
+            return None
+        return [Receipt.model_validate(row.result["receipt"]) for row in kept if row is not None]
+
+    return store.run(read)
 
 
 def _fingerprint(episode: EpisodeIn) -> Fingerprint:

@@ -145,7 +145,7 @@ def _scrub(payload: Any, shred: Shred) -> Any:
 def _scrub_field(name: str, item: Any, shred: Shred) -> Any:
     if name in ("value", "evidence"):
         return None
-    if name in ("message", "reason") and isinstance(item, str):
+    if name in ("message", "reason", "error") and isinstance(item, str):
         return ERASED  # a refusal's message or a reviewer's reason may quote a value
     if name in ("value_hash", "slot") and isinstance(item, str):
         return shred(item)

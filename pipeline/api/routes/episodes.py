@@ -28,7 +28,7 @@ from pipeline.api.problems import MalformedRequest
 from pipeline.api.routes.owned import require_owned
 from pipeline.hot_path import Remembered
 from schemas.fields import Identifier
-from schemas.lifecycle import EpisodeStatus, ReceiptStatus
+from schemas.lifecycle import EpisodeStatus
 from schemas.results import EpisodeDetail, IngestReport, Retried, StoredEpisode
 
 router = APIRouter(prefix="/v1", tags=["episodes"])
@@ -67,17 +67,19 @@ async def post_episodes(
     request stores nothing twice (they may then not carry their own; a single episode's own
     must equal the header). 202 when the
     workers have episodes to process; 200 when all were processed here (no broker) or were
-    duplicates."""
+    duplicates. The same request again under its Idempotency-Key answers its first status and
+    receipts again, with `Idempotent-Replayed: true`."""
     try:
         sent = json.loads(await request.body())
     except ValueError as error:
         raise MalformedRequest(f"the body is not JSON: {error}") from None
     except RecursionError:  # the parser's own limit; the pipeline refuses more than 64 levels
         raise MalformedRequest("the body is not JSON: it is nested too deeply") from None
-    report, queued = await run_in_threadpool(operations.ingest, store, key, sent, idempotency)
+    report, queued, replayed = await run_in_threadpool(
+        operations.ingest, store, key, sent, idempotency
+    )
     response.status_code = 202 if queued else 200
-    repeated = (receipt.status is ReceiptStatus.DUPLICATE for receipt in report.receipts)
-    mark_replayed(response, idempotency is not None and all(repeated))
+    mark_replayed(response, replayed)
     return report
 
 

@@ -63,20 +63,24 @@ def test_a_repeated_remember_answers_the_first_body_refusals_included(
     assert rows_of(server.database_url, tenant) == before
 
 
-def test_a_repeated_episode_intake_is_marked_replayed_and_stores_nothing(
-    server: Server, keys: Keys, tenant: str
+@pytest.mark.parametrize(
+    "sent",
+    [[episode_body(), episode_body("my plan is pro")], episode_body("my plan is free")],
+    ids=["batch", "single"],
+)
+def test_a_repeated_episode_intake_answers_the_first_status_and_body(
+    server: Server, keys: Keys, tenant: str, sent: Any
 ) -> None:
-    batch = [episode_body(), episode_body("my plan is pro")]
     with server.client(keys("writer")) as api:
-        first = api.post("/v1/episodes", json=batch, headers=_key("batch-1"))
+        first = api.post("/v1/episodes", json=sent, headers=_key("batch-1"))
         before = rows_of(server.database_url, tenant)
-        again = api.post("/v1/episodes", json=batch, headers=_key("batch-1"))
+        again = api.post("/v1/episodes", json=sent, headers=_key("batch-1"))
 
     assert first.status_code == again.status_code == 200
-    assert [r["episode_id"] for r in again.json()["receipts"]] == [
-        r["episode_id"] for r in first.json()["receipts"]
-    ]
+    assert {r["status"] for r in first.json()["receipts"]} == {"done"}
+    assert again.json() == first.json()
     assert again.headers.get(REPLAYED) == "true"
+    assert REPLAYED not in first.headers
     assert rows_of(server.database_url, tenant) == before
 
 
