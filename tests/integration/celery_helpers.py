@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -140,3 +141,23 @@ def count(database_url: str, statement: str) -> int:
             return int(connection.execute(text(statement)).scalar_one())
     finally:
         engine.dispose()
+
+
+def scrape_metrics(port: int, celery: Celery) -> dict[str, float]:
+    """The samples a worker's metrics endpoint serves, waiting up to 20 s for it to listen."""
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+                text = answer.read().decode()
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no metrics on {port}\n{celery.logs()[-3000:]}") from None
+            time.sleep(0.2)
+    samples = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            samples[name] = float(value)
+    return samples

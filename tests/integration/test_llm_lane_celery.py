@@ -7,7 +7,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from tests.integration.celery_helpers import (
     count,
     episode_counts,
     flush_redis,
+    scrape_metrics,
     wait_for,
     worker_env,
 )
@@ -174,7 +174,7 @@ def test_sgam_worker_serves_the_lanes_metrics_summed_over_its_processes(
         )
     try:
         _run(celery, producer, lane_url, 12, timeout=60)
-        scraped = _scrape(port, celery)
+        scraped = scrape_metrics(port, celery)
     finally:
         celery.stop()
     # Four batches of three over two pool processes: the sum is every process's count.
@@ -186,22 +186,3 @@ def test_sgam_worker_serves_the_lanes_metrics_summed_over_its_processes(
     assert prompt == count(
         lane_url, "SELECT sum(CAST(usage->>'prompt_tokens' AS integer)) FROM episodes"
     )
-
-
-def _scrape(port: int, celery: Celery) -> dict[str, float]:
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
-                text = answer.read().decode()
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"no metrics on {port}\n{celery.logs()[-3000:]}") from None
-            time.sleep(0.2)
-    samples = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            name, value = line.rsplit(" ", 1)
-            samples[name] = float(value)
-    return samples

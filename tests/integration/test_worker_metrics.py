@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
-import urllib.request
 from collections import defaultdict
 from pathlib import Path
 
@@ -29,6 +27,7 @@ from tests.integration.celery_helpers import (
     count,
     episode_counts,
     flush_redis,
+    scrape_metrics,
     wait_for,
     worker_env,
 )
@@ -43,25 +42,6 @@ SENTENCES = {
     "My account plan is pro.": "written",
     "My home city is Utrecht.": "written",
 }
-
-
-def _scrape(port: int, celery: Celery) -> dict[str, float]:
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
-                text = answer.read().decode()
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"no metrics on {port}\n{celery.logs()[-3000:]}") from None
-            time.sleep(0.2)
-    samples = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            name, value = line.rsplit(" ", 1)
-            samples[name] = float(value)
-    return samples
 
 
 def _per_process(directory: Path, metric: str) -> dict[str, float]:
@@ -129,7 +109,7 @@ def test_a_two_process_worker_serves_the_sum_of_its_processes_and_the_gauges(
         for _ in range(3):
             sender.send_task(SWEEP_TASK, queue=CONSOLIDATE_QUEUE)
         sender.close()
-        scraped = _scrape(port, celery)
+        scraped = scrape_metrics(port, celery)
     finally:
         celery.stop()
 
