@@ -17,7 +17,7 @@ from functools import partial
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 
 from pipeline.db.inserts import check_columns
 from pipeline.db.models import EPISODES, EpisodeRow, IdempotencyRow
@@ -93,7 +93,7 @@ def ingest(
             chunk = valid[start : start + chunk_size]
             stored = store.run(partial(_store_chunk, chunk=chunk))
             receipts = _hand_over(store, stored, report, llm)
-            store.run(partial(_keep_first_receipts, chunk=chunk, receipts=receipts))
+            _keep_first_receipts(store, chunk, receipts)
             report.receipts += receipts
             if progress is not None:
                 progress(len(chunk))
@@ -189,24 +189,33 @@ def _store_chunk(unit: Unit, *, chunk: list[tuple[int, EpisodeIn]]) -> Stored:
 
 
 def _keep_first_receipts(
-    unit: Unit, *, chunk: list[tuple[int, EpisodeIn]], receipts: list[Receipt]
+    store: Store, chunk: list[tuple[int, EpisodeIn]], receipts: list[Receipt]
 ) -> None:
     """Each keyed episode's key keeps the receipt its first intake answered, so a repeated
-    request can answer the same again (`first_receipts`)."""
+    request can answer the same again (`first_receipts`). One statement for the chunk, and no
+    transaction at all when none of its episodes has a key."""
     keyed = {line: episode for line, episode in chunk if episode.idempotency_key is not None}
-    for receipt in receipts:
-        episode = keyed.get(receipt.line)
-        if episode is None or receipt.status is ReceiptStatus.DUPLICATE:
-            continue
-        first = receipt.model_dump(mode="json")
-        unit.session.execute(
-            update(IdempotencyRow)
-            .where(
-                IdempotencyRow.tenant_id == episode.tenant_id,
-                IdempotencyRow.key == episode.idempotency_key,
-            )
-            .values(result={"episode_id": receipt.episode_id, "receipt": first})
+    kept = [
+        {
+            "tenant": episode.tenant_id,
+            "idempotency": episode.idempotency_key,
+            "first": {"episode_id": receipt.episode_id, "receipt": receipt.model_dump(mode="json")},
+        }
+        for receipt in receipts
+        if (episode := keyed.get(receipt.line)) is not None
+        and receipt.status is not ReceiptStatus.DUPLICATE
+    ]
+    if not kept:
+        return
+    statement = (
+        update(IdempotencyRow)
+        .where(
+            IdempotencyRow.tenant_id == bindparam("tenant"),
+            IdempotencyRow.key == bindparam("idempotency"),
         )
+        .values(result=bindparam("first", type_=IdempotencyRow.__table__.c.result.type))
+    )
+    store.run(lambda unit: unit.session.connection().execute(statement, kept))
 
 
 def first_receipts(store: Store, tenant_id: str, keys: Sequence[str]) -> list[Receipt] | None:
