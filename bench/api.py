@@ -44,7 +44,7 @@ from typing import Any
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 import redis  # noqa: E402
-from environment import describe, machine_load, use_support_catalog  # noqa: E402
+from environment import describe, machine_load, ready, use_support_catalog  # noqa: E402
 from figures import percentile  # noqa: E402
 
 import pipeline  # noqa: E402
@@ -299,17 +299,7 @@ def start_server(url: str, port: int, workers: int, redis_url: str) -> subproces
     command = [str(Path(sys.executable).with_name("sgam")), "serve", "--port", str(port)]
     command += ["--workers", str(workers), "--log-level", "warning"]
     server = subprocess.Popen(command, env=env, cwd=ROOT)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
-            connection.request("GET", "/readyz")
-            if connection.getresponse().status == 200:
-                return server
-        except OSError:
-            time.sleep(0.2)
-    server.kill()
-    raise SystemExit("sgam serve did not become ready")
+    return ready(server, port, timeout_s=60)
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ each benchmark prints `describe(url)` once and `machine_load()` before and after
 from __future__ import annotations
 
 import hashlib
+import http.client
 import os
 import platform
 import subprocess
@@ -116,3 +117,19 @@ def use_support_catalog() -> None:
     home_city...), and their figures of record were measured on it: select it by name for this
     process and every server and worker it starts, since the default is now `personal`."""
     os.environ["SGAM_CATALOG"] = "support"
+
+
+def ready(server: subprocess.Popen[bytes], port: int, timeout_s: float) -> subprocess.Popen[bytes]:
+    """`server` once `sgam serve` on `port` answers /readyz; killed, and the benchmark
+    stopped, if it does not within `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
+            connection.request("GET", "/readyz")
+            if connection.getresponse().status == 200:
+                return server
+        except OSError:
+            time.sleep(0.2)
+    server.kill()
+    raise SystemExit("sgam serve did not become ready")

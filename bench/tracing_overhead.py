@@ -37,7 +37,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from environment import describe, machine_load, use_support_catalog
+from environment import describe, machine_load, ready, use_support_catalog
 from figures import percentile, print_table
 from pipeline_flow import LOCOMO, locomo_lines
 from scratch_databases import recreate
@@ -157,17 +157,7 @@ def start_server(
     environ.pop("SGAM_BROKER_URL", None)  # inline: an ingested episode is processed in the request
     command = [str(Path(sys.executable).with_name("sgam")), "serve", "--port", str(port)]
     server = subprocess.Popen([*command, "--log-level", "warning"], env=environ, cwd=ROOT)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
-            connection.request("GET", "/readyz")
-            if connection.getresponse().status == 200:
-                return server
-        except OSError:
-            time.sleep(0.2)
-    server.kill()
-    raise SystemExit("sgam serve did not become ready")
+    return ready(server, port, timeout_s=120)
 
 
 class Client:
