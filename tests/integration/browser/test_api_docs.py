@@ -56,15 +56,21 @@ def no_foreign_address(html: str) -> None:
     assert not foreign, f"the page names addresses elsewhere: {foreign}"
 
 
-def test_swagger_ui_renders_every_operation_offline(
-    page: Page, server: Server, offline: list[str]
-) -> None:
-    expected = operations(server)
-    response = page.goto("/docs")
+def open_offline_page(page: Page, path: str) -> None:
+    """Load a docs page: served, under a policy that allows nothing from elsewhere, and naming
+    no address elsewhere."""
+    response = page.goto(path)
     assert response is not None
     assert response.status == 200
     assert "default-src 'none'" in response.headers["content-security-policy"]
     no_foreign_address(response.text())
+
+
+def test_swagger_ui_renders_every_operation_offline(
+    page: Page, server: Server, offline: list[str]
+) -> None:
+    expected = operations(server)
+    open_offline_page(page, "/docs")
 
     blocks = page.locator(".opblock")
     expect(blocks.first).to_be_visible(timeout=20_000)
@@ -86,11 +92,7 @@ def test_redoc_renders_every_operation_offline(
     page: Page, server: Server, offline: list[str]
 ) -> None:
     expected = operations(server)
-    response = page.goto("/redoc")
-    assert response is not None
-    assert response.status == 200
-    assert "default-src 'none'" in response.headers["content-security-policy"]
-    no_foreign_address(response.text())
+    open_offline_page(page, "/redoc")
 
     # ReDoc draws one section per operation, its id naming the operation.
     sections = page.locator("[data-section-id^='operation/']")
