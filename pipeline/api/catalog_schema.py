@@ -54,17 +54,12 @@ _VALUE: dict[ValueType, dict[str, Any]] = {
     ValueType.DATETIME: TIMESTAMP_SCHEMA,
     ValueType.NUMBER: {"type": "number"},
     ValueType.BOOLEAN: {"type": "boolean"},
+    # Sent as JSON, not as JSON text in a string (the normaliser reads that for the CLI).
     ValueType.JSON: {
-        "anyOf": [
-            {
-                "allOf": [
-                    {"$ref": "#/components/schemas/JsonValue"},
-                    {"not": {"type": ["null", "string"]}},
-                ]
-            },
-            {"type": "string", "contentMediaType": "application/json"},
-        ],
-        "$comment": "a string is read as JSON text: the value it holds, which is not null",
+        "allOf": [
+            {"$ref": "#/components/schemas/JsonValue"},
+            {"not": {"type": ["null", "string"]}},
+        ]
     },
 }
 
@@ -98,6 +93,10 @@ _SENT: dict[ValueType, tuple[Any, str]] = {
         "a JSON number",
     ),
     ValueType.BOOLEAN: (lambda v: isinstance(v, bool), "true or false"),
+    ValueType.JSON: (
+        lambda v: not isinstance(v, str),
+        "a JSON value other than a string (not JSON text in a string)",
+    ),
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 import time
 from collections.abc import Iterator
@@ -364,7 +365,7 @@ CORPUS: list[tuple[str, str, str, dict[str, Any], int, str, str | None]] = [
         "a number as text",
         "PUT",
         "/v1/facts",
-        {"json": fact_body(attribute="age", value="42")},
+        {"json": fact_body(attribute="monthly_budget", value="42")},
         422,
         "invalid-input",
         "value",
@@ -373,7 +374,7 @@ CORPUS: list[tuple[str, str, str, dict[str, Any], int, str, str | None]] = [
         "an enum value in another case",
         "PUT",
         "/v1/facts",
-        {"json": fact_body(attribute="diet", value="Vegan")},
+        {"json": fact_body(attribute="answer_style", value="Concise")},
         422,
         "invalid-input",
         "value",
@@ -388,13 +389,22 @@ CORPUS: list[tuple[str, str, str, dict[str, Any], int, str, str | None]] = [
         "value",
     ),
     (
-        "a promote's If-Match of 0 (the document allowed it; the ledger refused it)",
-        "POST",
-        "/v1/facts/missing/promote",
-        {"headers": {"If-Match": '"0"'}},
+        "a flag as yes in a value",
+        "PUT",
+        "/v1/facts",
+        {"json": fact_body(attribute="newsletter_opt_in", value="yes")},
         422,
         "invalid-input",
-        "If-Match",
+        "value",
+    ),
+    (
+        "a JSON value as JSON text",
+        "PUT",
+        "/v1/facts",
+        {"json": fact_body(attribute="compliance_flag", value='{"reason": "kyc"}')},
+        422,
+        "invalid-input",
+        "value",
     ),
     ("an unknown endpoint", "POST", "/v1/facts/../../admin", {}, 404, "not-found", None),
     (
@@ -600,3 +610,29 @@ def test_a_wrong_method_is_405_naming_the_allowed_ones(
     assert answer.headers["Allow"] == allow
     assert answer.json()["type"] == "urn:sgam:problem:method-not-allowed"
     assert allow in answer.json()["detail"]
+
+
+def test_a_promotes_if_match_of_0_is_refused_as_the_document_says(
+    server: Server, keys: Keys
+) -> None:
+    """The document allowed `"0"` (as for a put's ETag: nothing held), and the ledger then
+    refused it as an `expected_version` below 1 (schemathesis found it): now the header's
+    pattern starts at 1 and the refusal names If-Match."""
+    with server.client(keys("writer")) as api:
+        api.put("/v1/facts", json=fact_body(trust="untrusted", source_episode_id="tool-1"))
+    with server.client(keys("reviewer")) as api:
+        (held_back,) = api.get("/v1/quarantine").json()
+        refused = api.post(f"/v1/facts/{held_back['fact_id']}/promote", headers={"If-Match": '"0"'})
+        document = api.get("/openapi.json").json()
+        left = api.get("/v1/quarantine").json()
+
+    (header,) = [
+        parameter
+        for parameter in document["paths"]["/v1/facts/{fact_id}/promote"]["post"]["parameters"]
+        if parameter["name"] == "If-Match"
+    ]
+    assert re.fullmatch(header["schema"]["pattern"], '"0"') is None
+    assert re.fullmatch(header["schema"]["pattern"], '"1"') is not None
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["field"] == "If-Match"
+    assert [fact["fact_id"] for fact in left] == [held_back["fact_id"]]

@@ -36,7 +36,7 @@ def nested(levels: int) -> Any:
 
 def refused(answer: Any, field: str) -> None:
     assert answer.status_code == 422, answer.text[:300]
-    assert answer.json()["detail"].startswith(field) or answer.json().get("field") == field
+    assert field in answer.text, answer.text[:300]  # named (a batch's errors name it too)
 
 
 def test_episode_metadata_size_and_depth(
