@@ -32,24 +32,24 @@ from schemas.fields import (
 
 # A JSON value as check_json accepts it: text without NUL, in values and object keys alike,
 # nested at most MAX_JSON_DEPTH deep (said in words and in x-max-depth).
-_TEXT = {"type": "string", "pattern": rf"^[^\x00]*{END}"}
+TEXT = {"type": "string", "pattern": rf"^[^\x00]*{END}"}
 JSON_VALUE: dict[str, Any] = {
     "description": f"any JSON value without NUL in its text, lists and objects nested at most "
     f"{MAX_JSON_DEPTH} deep (deeper is 422)",
     "x-max-depth": MAX_JSON_DEPTH,
     "anyOf": [
-        _TEXT,
+        TEXT,
         {"type": ["number", "boolean", "null"]},
         {"type": "array", "items": {"$ref": "#/components/schemas/JsonValue"}},
         {
             "type": "object",
-            "propertyNames": _TEXT,
+            "propertyNames": TEXT,
             "additionalProperties": {"$ref": "#/components/schemas/JsonValue"},
         },
     ],
 }
 _VALUE: dict[ValueType, dict[str, Any]] = {
-    ValueType.STRING: _TEXT,
+    ValueType.STRING: TEXT,
     ValueType.DATE: DATE_SCHEMA,
     ValueType.DATETIME: TIMESTAMP_SCHEMA,
     ValueType.NUMBER: {"type": "number"},

@@ -259,6 +259,7 @@ def build(app: FastAPI) -> dict[str, Any]:
     schemas["JsonValue"] = catalog_schema.JSON_VALUE
     metadata = schemas["EpisodeBody"]["properties"]["metadata"]
     metadata["additionalProperties"] = {"$ref": "#/components/schemas/JsonValue"}
+    metadata["propertyNames"] = catalog_schema.TEXT  # its own keys too: no NUL
     metadata["x-max-bytes"] = MAX_METADATA_BYTES
     metadata["x-max-depth"] = MAX_JSON_DEPTH
     metadata["description"] = (

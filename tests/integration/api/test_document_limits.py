@@ -6,6 +6,7 @@ words where JSON Schema cannot say it) and sent at the limit (accepted) and one 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -54,6 +55,9 @@ def test_episode_metadata_size_and_depth(
         with server.client(keys("writer")) as api:
             return api.post("/v1/episodes", json=body)
 
+    # Its own keys are text without NUL, as its values' are (the document left them open).
+    assert re.search(metadata["propertyNames"]["pattern"], "a\x00") is None
+    refused(sent({"a\x00": 1}, 0), "metadata")
     refused(sent({"k": "a" * (padding + 1)}, 1), "metadata")
     refused(sent({"k": nested(depth)}, 2), "metadata")  # 1 + 64 levels
     assert set(rows_of(server.database_url, tenant).values()) == {0}
