@@ -43,6 +43,14 @@ WEAK_HEDGES = re.compile(
     _FLAGS,
 )
 NEAR_WORDS = 4
+# A taste said to hold for now ("I love murder mysteries right now") is a passing one, not a
+# lasting preference: refused for attributes of the "preference" kind.
+PASSING = re.compile(
+    r"\b(?:right\s+now|at\s+the\s+moment|for\s+now|for\s+the\s+time\s+being|these\s+days|"
+    r"lately|nowadays|this\s+(?:week|weekend|month|morning|evening|afternoon)|today|tonight)\b",
+    _FLAGS,
+)
+PASSING_KIND = "preference"
 NEGATION = re.compile(
     r"\b(?:not|never|no\s+longer|no|nobody|neither|nor|none|cannot|dont|cant|wont|didnt|doesnt|"
     r"isnt|arent|wasnt|havent|hasnt|couldnt|wouldnt|shouldnt|aint)\b|\w['’]?n['’]t\b",
@@ -154,6 +162,10 @@ class FormReader:
             prefix = clause[: match.start()]
             outside = prefix + " " + span
         refused = _refusal(prefix, outside, span, form)
+        if not refused and spec.kind == PASSING_KIND:
+            passing = PASSING.search(clause)
+            if passing:
+                refused = f"a passing taste ({passing.group(0)!r})"
         if refused:
             return FormHit(form.attribute, form.form, (), refused)
         values = _values(span, spec, form, typed_value)
@@ -166,7 +178,7 @@ def _values(
     span: str, spec: AttributeSpec, form: CompiledForm, typed_value: TypedValue
 ) -> list[str]:
     if spec.type is ValueType.STRING:
-        return string_values(span, spec, form.slot, leading=form.leading)
+        return string_values(span, spec, form.slot, leading=form.leading, inner=form.inner)
     if spec.type is ValueType.ENUM:
         return enum_values(span, spec)
     if spec.type is ValueType.NUMBER:

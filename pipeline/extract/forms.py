@@ -75,6 +75,16 @@ _SHORT_PHRASE_STOP = re.compile(_CLAUSE_STOP + _POSSESSIVES, _FLAGS)
 # After a cut, these show that the value's sense lay elsewhere in the conversation.
 _RELATIVE = re.compile(r"^\s*(?:that|who|which|where)\b", _FLAGS)
 _THERE = re.compile(r"^\s*there\b", _FLAGS)
+# "books like that", "things like these": the kind was shown earlier in the conversation.
+_THEIR_OWN = re.compile(r"^\s+(?:it|they|he|she|we|you)\b", _FLAGS)
+_COMPANION_TAIL = re.compile(r"^\s*(?:and|&)\s+(?:i|me)\s*$", _FLAGS)
+_LIKE_THAT = re.compile(r"^\s+like\s+(?:that|this|those|these)\b", _FLAGS)
+# An object pronoun right after a one-word value: the value was a verb and its object was
+# said before ("I enjoy learning them", "I like to visit them").
+_PRONOUN_OBJECT = re.compile(r"^\s+(?:it|them|him|her|this|these|those)\b(?!['’])", _FLAGS)
+_PREPOSITION_WORDS = word_set(
+    "with as for from at in on near by to into about after before during until of over"
+)
 _ANAPHORIC_END = word_set("one ones it them")
 # An activity whose object is one of these names no activity: "sing anything", "do whatever".
 _VAGUE_OBJECTS = word_set(
@@ -102,7 +112,7 @@ _EMPTY_VALUE = word_set(
 _PARTICLES = word_set("up out on off over around back down away")
 _LIGHT_VERBS = word_set(
     "doing being having getting going spending playing making taking seeing trying using do "
-    "be have get go make take see try use watching reading living knowing play listening watch"
+    "be have get go make take see try use watching living knowing play listening watch"
 )
 _GENERIC_PLACES = word_set(
     "town city village country countryside area place house apartment flat home suburb "
@@ -150,6 +160,8 @@ class CompiledForm:
     leading value, what follows the value (a sentence holds clauses, so no anchor at its start)."""
     initials: frozenset[str]
     """The letters the probe's first word may start with; empty when it starts with a slot."""
+    inner: bool = False
+    """The value stands between the form's words ("my {term} is", "I have a {value} allergy")."""
 
 
 def compile_forms(catalog: Catalog) -> list[CompiledForm]:
@@ -180,6 +192,7 @@ def compile_forms(catalog: Catalog) -> list[CompiledForm]:
                     personal,
                     probe + r"(?![\w'])",
                     initials,
+                    inner=not leading and not _value_last(parts),
                 )
             )
     return compiled
@@ -224,8 +237,13 @@ def _part(part: Part, value_last: bool) -> str:
     return f"(?:{options})"
 
 
-def string_values(span: str, spec: AttributeSpec, slot: str, *, leading: bool) -> list[str]:
-    """The string value(s) a slot's span holds, or [] with none that reads as a value."""
+def string_values(
+    span: str, spec: AttributeSpec, slot: str, *, leading: bool, inner: bool = False
+) -> list[str]:
+    """The string value(s) a slot's span holds, or [] with none that reads as a value. An
+    inner value must reach the form's next words, but for one adverb ("my sister always
+    has") or the speaker ("my sister and I are"): "my older sister always complaining that
+    her kids have ..." is no "my sister has"."""
     if re.search(r"^(?:\S+\s+){0,5}?(?:you|your|yours)\b", span, _FLAGS):
         return []  # "I love the hair that you have": the listener's, not the speaker's
     listed = spec.cardinality == "many" and slot == "term"
@@ -235,6 +253,8 @@ def string_values(span: str, spec: AttributeSpec, slot: str, *, leading: bool) -
     gerund = not leading and bool(re.match(r"^\w{3,}ing\s+(?!(?:and|but|or)\b)", span))
     activity = slot == "phrase" or gerund
     text = _cut(span, leading=leading, phrase=activity)
+    if inner and len(_COMPANION_TAIL.sub("", span[len(text) :]).split()) > 1:
+        return []
     if activity and len(text.split()) > MAX_VALUE_WORDS:  # "go hiking with my dogs for walks"
         text = _cut(span, leading=leading, phrase=activity, short=True)
     if not leading and not listed and _context_bound(text, span[len(text) :]):
@@ -258,8 +278,16 @@ def string_values(span: str, spec: AttributeSpec, slot: str, *, leading: bool) -
 
 def _context_bound(value: str, after: str) -> bool:
     """A value whose sense the conversation holds, not the value: "a house that's filled with
-    animals" cut before its relative clause, "the weather there"."""
+    animals" cut before its relative clause, "the weather there", "books like that", a verb
+    whose object is a pronoun ("learning them")."""
     if re.match(r"^(?:a|an)\s+\S+$", value, _FLAGS) and _RELATIVE.match(after):
+        return True
+    if _LIKE_THAT.match(after):
+        return True
+    if re.match(r"^the\s", value, _FLAGS) and _THEIR_OWN.match(after):
+        return True  # "the energy it brings", "the food they make"
+    words = value.casefold().split()
+    if len(words) == 1 and words[0] not in _PREPOSITION_WORDS and _PRONOUN_OBJECT.match(after):
         return True
     return bool(re.match(r"^the\s", value, _FLAGS)) and bool(_THERE.match(after))
 
