@@ -95,7 +95,10 @@ _LIST_JOINT = re.compile(
     r"|\s+(?:and|or|&)\s+(?!(?:i|i'm|my|we|you|it|then|also)\b)",
     re.IGNORECASE,
 )
-_DANGLING = re.compile(r"(?:\s+(?:with|as|for|from|at|in|on|to|into|about|of|by))+$", _FLAGS)
+_DANGLING = re.compile(
+    r"(?:\s+(?:with|as|for|from|at|in|on|to|into|about|of|by|after|before|until|around))+$",
+    _FLAGS,
+)
 _DETERMINER = re.compile(r"^(?:a|an|the|some|any)\s+", _FLAGS)
 # Values that name nothing: pronouns, vague nouns, function words.
 _EMPTY_VALUE = word_set(
@@ -249,8 +252,14 @@ def string_values(
     listed = spec.cardinality == "many" and slot == "term"
     if listed:  # "Spanish and Portuguese": the list's joints must survive the cut
         span = _LIST_JOINT.sub("\x1f", span)
-    # "I love working with computers": a gerund keeps its prepositions, like a {phrase}.
-    gerund = not leading and bool(re.match(r"^\w{3,}ing\s+(?!(?:and|but|or)\b)", span))
+    if slot == "term" and not listed and not leading:
+        # "a stay at home mom", "nursing school to be a nurse": a listed term is read whole,
+        # before any cut at its own words.
+        term = _leading_term(span, spec.terms)
+        return [term] if term else []
+    # "I love working with computers", "going on camping trips": a gerund keeps its
+    # prepositions, like a {phrase}.
+    gerund = not leading and bool(re.match(r"^\w{2,}ing\s+(?!(?:and|but|or)\b)", span))
     activity = slot == "phrase" or gerund
     text = _cut(span, leading=leading, phrase=activity)
     if inner and len(_COMPANION_TAIL.sub("", span[len(text) :]).split()) > 1:
@@ -375,6 +384,28 @@ def _term(value: str, terms: list[str]) -> str:
         match = re.search(rf"(?:^|\s){_plural(term.casefold())}$", folded)
         if match and len(folded[: match.start()].split()) <= 2:
             return value
+    return ""
+
+
+# "I'm a great cook", "a terrible singer": a judgement of a skill, not an occupation.
+_JUDGING = word_set(
+    "good great bad terrible awful decent excellent amazing awesome big huge better best worse "
+    "worst pretty fine poor lousy natural born"
+)
+
+
+def _leading_term(span: str, terms: list[str]) -> str:
+    """The listed term at the start of `span`, after at most two words ("a retired school
+    teacher"), as the span spells it; '' when none. The longest term wins."""
+    text = _DETERMINER.sub("", span.strip(" .!,'\"/*~"))
+    folded = text.casefold()
+    for term in sorted(terms, key=len, reverse=True):
+        match = re.match(
+            rf"^(?P<before>(?:[\w'-]+\s+){{0,2}}?){_plural(term.casefold())}(?![\w'-])", folded
+        )
+        before = match["before"].split() if match else []
+        if match and not _STOP.search(" " + match["before"]) and not _JUDGING & set(before):
+            return text[: match.end()]
     return ""
 
 
