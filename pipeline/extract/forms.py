@@ -115,7 +115,8 @@ _EMPTY_VALUE = word_set(
 _PARTICLES = word_set("up out on off over around back down away")
 _LIGHT_VERBS = word_set(
     "doing being having getting going spending playing making taking seeing trying using do "
-    "be have get go make take see try use watching living knowing play listening watch"
+    "be have get go make take see try use watching living knowing play listening watch "
+    "helping learning meeting finding keeping giving buying"
 )
 _GENERIC_PLACES = word_set(
     "town city village country countryside area place house apartment flat home suburb "
@@ -404,7 +405,12 @@ def _leading_term(span: str, terms: list[str]) -> str:
             rf"^(?P<before>(?:[\w'-]+\s+){{0,2}}?){_plural(term.casefold())}(?![\w'-])", folded
         )
         before = match["before"].split() if match else []
-        if match and not _STOP.search(" " + match["before"]) and not _JUDGING & set(before):
+        if (
+            match
+            and not _STOP.search(" " + match["before"])
+            and not _JUDGING & set(before)
+            and not any(word.endswith(("'s", "’s")) for word in before)  # "my sister's husband"
+        ):
             return text[: match.end()]
     return ""
 

@@ -62,6 +62,9 @@ STATED = [
     # A value-first form is read in any sentence of a turn, not only the first.
     ("Long day. Knitting is my passion.", [("hobbies", "Knitting")]),
     ("My city is Paris. No, it's Lyon.", [("home_city", "Lyon")]),
+    # a home shared with someone is not the speaker's alone; the partner is theirs
+    ("My wife and I live in Ohio.", [("partner", "wife")]),
+    ("Ill have to go check it out with my husband.", [("partner", "husband")]),
 ]
 
 
@@ -77,7 +80,10 @@ def test_a_value_stops_where_its_clause_ends() -> None:
         ("employer", "Google"),
         ("home_city", "Boston"),
     ]
-    assert kept("I live in Ohio with my husband, do you?") == [("home_city", "Ohio")]
+    assert kept("I live in Ohio with my husband, do you?") == [
+        ("home_city", "Ohio"),
+        ("partner", "husband"),
+    ]
 
 
 SPANS = [
@@ -98,6 +104,25 @@ SPANS = [
     ("I like to sing anything.", []),
     ("I love a house that's filled with animals.", []),
     ("I was born in San Paulo a very big city.", [("hometown", "San Paulo")]),
+    # "books like that", a verb whose object is a pronoun, "the X it ...": said elsewhere
+    ("I like motivational books like that.", []),
+    ("I enjoy learning them.", []),
+    ("I do like the energy it brings to the school!", []),
+    ("I love cooking for them.", [("likes", "cooking")]),
+    ("I love mediterranean food it's delicious.", [("likes", "mediterranean food")]),
+    # a listed term is read whole, with its own small words, and not after a judgement
+    (
+        "I'm currently a stay at home mom, so I hope it works for you.",
+        [("job_title", "stay at home mom")],
+    ),
+    ("I am in nursing school to be one like my mom.", [("education", "nursing school")]),
+    ("I'm a pretty good cook, too.", []),
+    # a short gerund keeps its prepositions; a bare activity is one
+    ("I enjoy going on camping trips.", [("likes", "going on camping trips")]),
+    ("I love reading.", [("likes", "reading")]),
+    # an inner value reaches the form's next words (an adverb or "and I" aside)
+    ("My older sister always complaining that her kids have no time.", []),
+    ("My sister and I are twins.", [("family_members", "sister")]),
 ]
 
 
@@ -119,11 +144,18 @@ NOT_STATED = [
     "I want to move to Berlin.",
     "I'd love to live in Paris.",
     "The zoo I work at is open today.",
-    "My wife and I live in Ohio.",
     "I love it.",
     "I like your style.",
     "Hey, I'm good, thanks!",
     "I can't say cooking is my passion.",
+    # a taste said to hold for now is a passing one
+    "I love murder mysteries right now",
+    "I've been enjoying playing some older classics lately.",
+    # what has ended no longer holds; someone else's partner is not the speaker's
+    "Hello, not good I just divorced my wife.",
+    "It sure is, my ex wife and I went three times.",
+    "My sister's husband is super excited about it.",
+    "I bet my wife didn't like snakes either.",
 ]
 
 
