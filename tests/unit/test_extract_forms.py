@@ -64,6 +64,8 @@ STATED = [
     ("My city is Paris. No, it's Lyon.", [("home_city", "Lyon")]),
     # a home shared with someone is not the speaker's alone; the partner is theirs
     ("My wife and I live in Ohio.", [("partner", "wife")]),
+    ("Jody Foster is one of my favorites!", [("likes", "Jody Foster")]),
+    ("It is one of my favorite hobbies.", []),
     ("Ill have to go check it out with my husband.", [("partner", "husband")]),
 ]
 
