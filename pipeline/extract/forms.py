@@ -121,8 +121,11 @@ _LIGHT_VERBS = word_set(
 _GENERIC_PLACES = word_set(
     "town city village country countryside area place house apartment flat home suburb "
     "suburbs state states world farm neighborhood neighbourhood region island coast mountains "
-    "woods middle same big small nice new old little quiet"
+    "woods middle same"
 )
+# These make a place generic only with a generic place or alone ("a small town", "big"), not
+# in a name ("New York", "Little Rock", "Old Saybrook").
+_PLACE_ADJECTIVES = word_set("big small nice new old little quiet")
 # Words that follow "I'm" or "my name is" without being a name.
 _NOT_NAMES = word_set(
     "good fine great well ok okay doing tired happy sad new back here sorry glad excited so "
@@ -132,8 +135,11 @@ _NOT_NAMES = word_set(
     "afraid scared nervous worried late early alone single married retired hoping planning "
     "working living currently originally"
 )
+# A whole first word: "Amsterdam", "Anna" and "Thessaloniki" are names.
 _NAME_FIRST_BAD = re.compile(
-    r"^(?:a|an|the|this|that|my|your|his|her|our|their|its|some|any|every|no|one|\d)", _FLAGS
+    r"^(?:(?:a|an|the|this|that|my|your|his|her|our|their|its|some|any|every|no|one|several|"
+    r"many|few|most|all|both|each|other)(?![\w'’-])|\d)",
+    _FLAGS,
 )
 MAX_VALUE_WORDS = 6
 _SEP = r",?\s+"
@@ -281,7 +287,11 @@ def string_values(
                 value = ""
         elif activity:
             value = _DANGLING.sub("", value)
-        if value and _names_something(value, activity=activity) and value not in values:
+        if (
+            value
+            and _names_something(value, activity=activity, name=slot == "name")
+            and value not in values
+        ):
             values.append(value)
     return values
 
@@ -358,7 +368,7 @@ def _clean(item: str) -> str:
     return value if 0 < len(value.split()) <= MAX_VALUE_WORDS and len(value) <= 120 else ""
 
 
-def _names_something(value: str, *, activity: bool = False) -> bool:
+def _names_something(value: str, *, activity: bool = False, name: bool = False) -> bool:
     words = value.casefold().split()
     if len(words) == 1 and words[0] in _LIGHT_VERBS:
         return False  # "I love doing (it)": the object was a pronoun
@@ -368,6 +378,8 @@ def _names_something(value: str, *, activity: bool = False) -> bool:
         return False  # "I love learning new ones": what they are was said before
     if activity and len(words) > 1 and all(word in _VAGUE_OBJECTS for word in words[1:]):
         return False  # "I like to sing anything", "watch things": no object named
+    if name and len(words) > 1 and words[0] in _PLACE_ADJECTIVES:
+        words = words[1:]  # "new york", "little rock"
     return words[0] not in _EMPTY_VALUE and not all(word in _EMPTY_VALUE for word in words)
 
 
@@ -375,7 +387,16 @@ def _is_name(value: str) -> bool:
     if not value or _NAME_FIRST_BAD.match(value) or len(value.split()) > 4:
         return False
     words = value.casefold().split()
-    return not any(word in _GENERIC_PLACES or word in _NOT_NAMES for word in words)
+    if all(word in _PLACE_ADJECTIVES for word in words):
+        return False
+    not_names = _NOT_NAMES - _PLACE_ADJECTIVES if len(words) > 1 else _NOT_NAMES
+    return not any(word in not_names or _singular(word) in _GENERIC_PLACES for word in words)
+
+
+def _singular(word: str) -> str:
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
 
 
 def _term(value: str, terms: list[str]) -> str:
