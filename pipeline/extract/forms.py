@@ -418,22 +418,25 @@ _JUDGING = word_set(
 
 def _leading_term(span: str, terms: list[str]) -> str:
     """The listed term at the start of `span`, after at most two words ("a retired school
-    teacher"), as the span spells it; '' when none. The longest term wins."""
+    teacher"), as the span spells it; '' when none. The reading that ends furthest wins
+    ("a marine vet" is a vet, not a marine)."""
     text = _DETERMINER.sub("", span.strip(" .!,'\"/*~"))
     folded = text.casefold()
-    for term in sorted(terms, key=len, reverse=True):
+    best = 0
+    for term in terms:
         match = re.match(
             rf"^(?P<before>(?:[\w'-]+\s+){{0,2}}?){_plural(term.casefold())}(?![\w'-])", folded
         )
-        before = match["before"].split() if match else []
+        if match is None or match.end() <= best:
+            continue
+        before = match["before"].split()
         if (
-            match
-            and not _STOP.search(" " + match["before"])
+            not _STOP.search(" " + match["before"])
             and not _JUDGING & set(before)
             and not any(word.endswith(("'s", "’s")) for word in before)  # "my sister's husband"
         ):
-            return text[: match.end()]
-    return ""
+            best = match.end()
+    return text[:best]
 
 
 def _plural(word: str) -> str:
