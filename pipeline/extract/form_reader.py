@@ -63,6 +63,7 @@ NEGATION = re.compile(
     r"isnt|arent|wasnt|havent|hasnt|couldnt|wouldnt|shouldnt|aint)\b|\w['’]?n['’]t\b",
     _FLAGS,
 )
+_NEW_PHRASE = re.compile(r",\s*(?:but|and|so|though|although|yet|plus|except)\b", _FLAGS)
 _SHARED_SUBJECT = re.compile(r"\b(?:and|&|with)\s*$", _FLAGS)
 # What may stand between a clause's start and a first-person form: "the zoo I work at" is a
 # relative clause, "well, since I work at" is not.
@@ -171,7 +172,9 @@ class FormReader:
             prefix = ""
         else:
             prefix = clause[: match.start()]
-            outside = prefix + " " + span
+            # What follows ", but ..." is a phrase of its own: "I like to travel too, but only
+            # where my jeep will take me" still states the liking.
+            outside = prefix + " " + _NEW_PHRASE.split(span, maxsplit=1)[0]
         refused = _refusal(prefix, outside, span, form, self._own_values[form.attribute])
         if not refused and spec.kind == PASSING_KIND:
             passing = PASSING.search(clause)

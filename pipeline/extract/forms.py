@@ -143,11 +143,13 @@ _NAME_FIRST_BAD = re.compile(
 )
 MAX_VALUE_WORDS = 6
 _SEP = r",?\s+"
-# After I / we, one adverb may stand in any form: "I also have two dogs", "I do love hiking".
+# After I / we, up to two adverbs may stand in any form: "I also have two dogs", "I do
+# sometimes like to drive".
 _SUBJECTS = frozenset({"i", "we", "i'm", "we're", "i've", "we've", "im"})
 _ADVERB = (
     r"(?:\s+(?:also|really|still|do|just|now|actually|currently|definitely|totally|absolutely|"
-    r"already|only|mostly|usually|honestly|truly|too|both|recently|finally|always|even))?"
+    r"already|only|mostly|usually|honestly|truly|too|both|recently|finally|always|even|"
+    r"sometimes|often|generally|personally|genuinely|seriously)){0,2}"
 )
 _NUMBER = re.compile(
     r"^(?:about\s+|around\s+|only\s+|almost\s+)?[$€£]?\s?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w.,]\d)"

@@ -65,6 +65,17 @@ STATED = [
     # a home shared with someone is not the speaker's alone; the partner is theirs
     ("My wife and I live in Ohio.", [("partner", "wife")]),
     ("Jody Foster is one of my favorites!", [("likes", "Jody Foster")]),
+    # names that start like an article, or with New
+    ("I live in amsterdam so there are a lot of canals.", [("home_city", "amsterdam")]),
+    ("My name is Anna.", [("preferred_name", "Anna")]),
+    ("I live in new york.", [("home_city", "new york")]),
+    ("I live in a small town.", []),
+    ("I have been living in alaska for 3 yrs.", [("home_city", "alaska")]),
+    ("I'm a marine vet", [("job_title", "marine vet")]),
+    ("I do sometimes like to drive my truck.", [("hobbies", "drive my truck")]),
+    # a statement before a question after a comma; a hedge after ", but" is its own phrase
+    ("I like to hike in the mountains, where do you go?", [("hobbies", "hike in the mountains")]),
+    ("I like to travel too, but only where my jeep will take me.", [("hobbies", "travel")]),
     ("It is one of my favorite hobbies.", []),
     ("Ill have to go check it out with my husband.", [("partner", "husband")]),
 ]
