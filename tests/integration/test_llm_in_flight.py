@@ -97,6 +97,50 @@ def test_a_slow_answer_holds_no_finished_episode_hostage(database_url: str, stub
     assert after == {episode_id: "done" for episode_id in ids}
 
 
+def test_the_next_batch_is_claimed_while_the_last_ones_calls_are_out(
+    database_url: str, stub: Any
+) -> None:
+    # Batches of 8, 8 calls at a time, answers spread over 0.2-0.55 s. Given one batch's keys
+    # as a worker's task is, the process goes on with every episode that waits, and as each
+    # call ends the next one starts: no request of the middle waves finds the endpoint idle
+    # (one batch at a time, the first call of each batch would find nothing in flight).
+    in_flight_at_arrival: list[int] = []
+
+    def delay(request: dict[str, Any]) -> float:
+        in_flight_at_arrival.append(stub.stats.in_flight)  # this request included
+        number = int(_episode_text(request).split("(")[-1].split(")")[0])
+        return 0.2 + 0.05 * (number % 8)
+
+    stub.app.delay = delay
+    store = _store(
+        database_url,
+        stub,
+        broker_url=REDIS_URL,
+        redis_url=REDIS_URL,
+        worker_batch=8,
+        llm_concurrency=8,
+    )
+    try:
+        ids = [f"e{n:02d}" for n in range(40)]
+        pipeline.ingest(
+            store,
+            [
+                episode(TEXT.format(n), "2026-06-01T09:00:00Z", f"s{n}", episode_id=episode_id)
+                for n, episode_id in enumerate(ids)
+            ],
+        )
+        outcomes = process_episodes(store, [(TENANT, ids[0])], more=True)
+        statuses = _statuses(store)
+    finally:
+        store.dispose()
+        flush_redis()  # the wake-ups nobody took
+    assert len(outcomes) == 40
+    assert statuses == {episode_id: "done" for episode_id in ids}
+    assert stub.stats.answered == 40
+    assert stub.stats.peak_in_flight == 8
+    assert min(in_flight_at_arrival[8:32]) >= 4, in_flight_at_arrival
+
+
 def test_the_lease_is_renewed_while_the_calls_are_out(database_url: str, stub: Any) -> None:
     store = _store(database_url, stub, episode_lease_s=10)
     try:
