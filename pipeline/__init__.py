@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from pipeline.read.facts import FactQuery, get, history
     from pipeline.read.owners import scope_of
     from pipeline.read.quarantine import list_quarantined
+    from pipeline.read.state import KeyQuery, state_tag
     from pipeline.rebuild import ReplayReport, replay
     from pipeline.settings import Settings, load_settings
     from schemas.results import (
@@ -149,6 +150,8 @@ _LAZY = {
     "history": "pipeline.read.facts",
     "scope_of": "pipeline.read.owners",
     "list_quarantined": "pipeline.read.quarantine",
+    "KeyQuery": "pipeline.read.state",
+    "state_tag": "pipeline.read.state",
     "Settings": "pipeline.settings",
     "load_settings": "pipeline.settings",
 }
@@ -183,6 +186,7 @@ __all__ = [
     "InvalidInput",
     "InvalidLines",
     "IssuedKey",
+    "KeyQuery",
     "LlmAnswerInvalid",
     "LlmClient",
     "LlmFailure",
@@ -250,6 +254,7 @@ __all__ = [
     "revoke_key",
     "scope_of",
     "show_episode",
+    "state_tag",
     "sweep",
     "write_fact",
     "write_many",
