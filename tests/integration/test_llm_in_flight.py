@@ -15,7 +15,7 @@ import pipeline
 from pipeline.db.models import EpisodeRow
 from pipeline.db.store import Store, open_store
 from pipeline.episodes.inflight import LeaseKeeper
-from pipeline.episodes.process import process_episodes
+from pipeline.episodes.process import claim_waiting, process_episodes
 from pipeline.extract.llm import shared_client
 from pipeline.settings import Settings
 from tests.integration.celery_helpers import REDIS_URL, flush_redis
@@ -139,6 +139,34 @@ def test_the_next_batch_is_claimed_while_the_last_ones_calls_are_out(
     assert stub.stats.answered == 40
     assert stub.stats.peak_in_flight == 8
     assert min(in_flight_at_arrival[8:32]) >= 4, in_flight_at_arrival
+
+
+def test_the_feed_takes_only_episodes_waiting_for_their_first_attempt(
+    database_url: str, stub: Any
+) -> None:
+    store = _store(database_url, stub, broker_url=REDIS_URL, redis_url=REDIS_URL)
+    try:
+        pipeline.ingest(
+            store,
+            [
+                episode(TEXT.format(n), "2026-06-01T09:00:00Z", "s1", episode_id=f"e{n}")
+                for n in range(3)
+            ],
+        )
+        with store.begin() as unit:
+            retrying = unit.session.get(EpisodeRow, (TENANT, "e1"))
+            lost = unit.session.get(EpisodeRow, (TENANT, "e2"))
+            assert retrying is not None
+            assert lost is not None
+            retrying.attempts = 1  # a retryable failure, waiting out its backoff
+            lost.status, lost.attempts, lost.lease_until = "processing", 1, unit.clock()
+        with store.begin() as unit:
+            taken = claim_waiting(unit, 10)
+    finally:
+        store.dispose()
+        flush_redis()
+    assert [item.key for item in taken] == [(TENANT, "e0")]
+    assert taken[0].attempt == 1
 
 
 def test_the_lease_is_renewed_while_the_calls_are_out(database_url: str, stub: Any) -> None:
