@@ -32,6 +32,9 @@ from pipeline.ledger.idempotency import (
     Fingerprint,
     check_repeat,
     key_row,
+    refuse_while_reserved,
+    reservation,
+    reserved,
     stored_keys,
     used_keys,
 )
@@ -44,6 +47,8 @@ from schemas.lifecycle import ReceiptStatus
 from schemas.results import IngestReport, Receipt
 
 Progress = Callable[[int], None]
+# How soon a repeat of an intake still at work should come back (Retry-After's bound).
+_RETRY_S = 5
 log = logging.getLogger("sgam.intake")
 
 
@@ -140,6 +145,7 @@ Stored = list[tuple[Receipt, EpisodeKey | None]]
 
 def _store_chunk(unit: Unit, *, chunk: list[tuple[int, EpisodeIn]]) -> Stored:
     now = unit.clock()
+    lease_s = unit.settings.episode_lease_s
     keys = [(e.tenant_id, e.idempotency_key) for _, e in chunk if e.idempotency_key is not None]
     used = used_keys(unit, keys)
     fresh: list[tuple[int, EpisodeIn, dict[str, Any]]] = []
@@ -156,8 +162,11 @@ def _store_chunk(unit: Unit, *, chunk: list[tuple[int, EpisodeIn]]) -> Stored:
         row = new_row(episode, lane=Lane.BACKGROUND, received_at=now, input_seq=line)
         fresh.append((line, episode, row))
         if idempotency is not None:  # a second line with this key repeats this one
+            # Reserved until its receipt is kept (_keep_first_receipts), as long as the
+            # episode's lease: a repeated request meanwhile is told to come back for it.
+            first = {"episode_id": row["episode_id"]} | reservation(unit, lease_s)
             used[(episode.tenant_id, idempotency)] = IdempotencyRow(
-                **key_row(unit, episode, _fingerprint(episode), {"episode_id": row["episode_id"]})
+                **key_row(unit, episode, _fingerprint(episode), first)
             )
     rows = [row for _, _, row in fresh]
     inserted: set[tuple[str, str]] = set()
@@ -220,11 +229,15 @@ def _keep_first_receipts(
 
 def first_receipts(store: Store, tenant_id: str, keys: Sequence[str]) -> list[Receipt] | None:
     """The receipts the first intake under these keys answered, in their order; None when a
-    key kept none (stored before receipts were kept, or not an intake's key)."""
+    key kept none (stored before receipts were kept, not an intake's key, or reserved by an
+    intake that died). IdempotencyInProgress while that intake is still at work."""
 
     def read(unit: Unit) -> list[Receipt] | None:
         found = stored_keys(unit.session, [(tenant_id, key) for key in keys])
         kept = [found.get((tenant_id, key)) for key in keys]
+        for key, row in zip(keys, kept, strict=True):
+            if row is not None and reserved(row.result):
+                refuse_while_reserved(row.result, unit.clock(), key, retry_s=_RETRY_S)
         if any(row is None or "receipt" not in (row.result or {}) for row in kept):
             return None
         return [Receipt.model_validate(row.result["receipt"]) for row in kept if row is not None]
