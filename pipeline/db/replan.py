@@ -14,15 +14,16 @@ current numbers (one round trip). When a table has doubled, the pool replaces th
 and its prepared statements go with it: the new one prepares and plans them again for the
 current sizes. (Not `DEALLOCATE ALL` on the same connection: psycopg notices one only while it
 has statements prepared and only the first time it sees the text, so a second one left it
-executing statements the server had dropped.) The numbers come from the cumulative statistics (`track_counts`, on by default and needed
-by autovacuum), which take no lock: `pg_relation_size` would wait behind a VACUUM FULL or a
-migration's lock. No plan is used on a table more than twice the size it was made for (plus the
-writes of the last second or two, which the statistics may not count yet), whoever grew the
-table and whether or not anything analyses it (a transaction's own writes count from its next
-one: `put_many` commits every chunk). The check costs one round trip a second per busy
-connection and a new connection at each doubling only: no measurable cost on a put, where planning every
-execution instead (`plan_cache_mode=force_custom_plan`) costs 0.2 ms of server CPU, a third of
-what a put costs the server (bench/README.md, `bench/fresh_database.py`).
+executing statements the server had dropped.) The numbers come from the cumulative statistics
+(`track_counts`, on by default and needed by autovacuum), which take no lock: `pg_relation_size`
+would wait behind a VACUUM FULL or a migration's lock. No plan is used on a table more than
+twice the size it was made for (plus the writes of the last second or two, which the statistics
+may not count yet), whoever grew the table and whether or not anything analyses it (a
+transaction's own writes count from its next one: `put_many` commits every chunk). The check
+costs one round trip a second per busy connection and a new connection at each doubling only: no
+measurable cost on a put, where planning every execution instead
+(`plan_cache_mode=force_custom_plan`) costs 0.2 ms of server CPU, a third of what a put costs
+the server (bench/README.md, `bench/fresh_database.py`).
 """
 
 from __future__ import annotations
