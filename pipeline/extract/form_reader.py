@@ -196,6 +196,8 @@ def _values(
     if spec.type is ValueType.ENUM:
         return enum_values(span, spec)
     if spec.type is ValueType.NUMBER:
+        if form.inner and len(span.split()) > 1:
+            return []  # "my 8 grand kids" is no "my 8 kids"
         value = number_value(span, leading=form.leading)
     else:
         value = typed_value(span, spec)  # dates, datetimes, booleans: the rules' readers
