@@ -72,6 +72,12 @@ STATED = [
     ("I live in a small town.", []),
     ("I have been living in alaska for 3 yrs.", [("home_city", "alaska")]),
     ("I'm a marine vet", [("job_title", "marine vet")]),
+    ("I watch movies a lot with my sister though.", [("family_members", "sister")]),
+    ("Sorry, just put my 2 kids to bed.", [("number_of_children", 2)]),
+    ("I have eight grand kids.", []),
+    ("I've been a dentist for 14 years here in town.", [("job_title", "dentist")]),
+    ("I've been married for 15 years.", [("marital_status", "married")]),
+    ("I'm more of a football guy", [("likes", "football")]),
     ("I do sometimes like to drive my truck.", [("hobbies", "drive my truck")]),
     # a statement before a question after a comma; a hedge after ", but" is its own phrase
     ("I like to hike in the mountains, where do you go?", [("hobbies", "hike in the mountains")]),
