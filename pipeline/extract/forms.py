@@ -78,6 +78,8 @@ _THERE = re.compile(r"^\s*there\b", _FLAGS)
 # "books like that", "things like these": the kind was shown earlier in the conversation.
 _THEIR_OWN = re.compile(r"^\s+(?:it|they|he|she|we|you)\b", _FLAGS)
 _COMPANION_TAIL = re.compile(r"^\s*(?:and|&)\s+(?:i|me)\s*$", _FLAGS)
+# Nouns that name a kind, not a thing: with a relative clause after them, the clause says which.
+_KINDS = word_set("activities activity things stuff places people kinds types sorts ones folks")
 _LIKE_THAT = re.compile(r"^\s+like\s+(?:that|this|those|these)\b", _FLAGS)
 # An object pronoun right after a one-word value: the value was a verb and its object was
 # said before ("I enjoy learning them", "I like to visit them").
@@ -275,7 +277,7 @@ def string_values(
         return []
     if activity and len(text.split()) > MAX_VALUE_WORDS:  # "go hiking with my dogs for walks"
         text = _cut(span, leading=leading, phrase=activity, short=True)
-    if not leading and not listed and _context_bound(text, span[len(text) :]):
+    if not leading and not listed and _context_bound(text, span[len(text) :], activity=activity):
         return []
     items = text.split("\x1f") if listed else [text]
     values = []
@@ -298,7 +300,7 @@ def string_values(
     return values
 
 
-def _context_bound(value: str, after: str) -> bool:
+def _context_bound(value: str, after: str, *, activity: bool = False) -> bool:
     """A value whose sense the conversation holds, not the value: "a house that's filled with
     animals" cut before its relative clause, "the weather there", "books like that", a verb
     whose object is a pronoun ("learning them")."""
@@ -306,6 +308,8 @@ def _context_bound(value: str, after: str) -> bool:
         return True
     if _LIKE_THAT.match(after):
         return True
+    if not activity and _RELATIVE.match(after) and value.casefold().split()[-1] in _KINDS:
+        return True  # "personal activities where I can focus", "people who ...": which ones?
     if re.match(r"^the\s", value, _FLAGS) and _THEIR_OWN.match(after):
         return True  # "the energy it brings", "the food they make"
     words = value.casefold().split()

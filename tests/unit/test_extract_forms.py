@@ -78,6 +78,12 @@ STATED = [
     ("I've been a dentist for 14 years here in town.", [("job_title", "dentist")]),
     ("I've been married for 15 years.", [("marital_status", "married")]),
     ("I'm more of a football guy", [("likes", "football")]),
+    ("My favorite is German chocolate cake.", [("likes", "German chocolate cake")]),
+    ("You can call me Alistar.", [("preferred_name", "Alistar")]),
+    ("Im a 40 year old single mom.", [("age", 40)]),
+    ("I'm a native Spanish speaker.", [("languages", "Spanish")]),
+    ("I'm diabetic.", [("health_conditions", "diabetic")]),
+    ("I really enjoy personal activities where I can focus.", []),
     ("I do sometimes like to drive my truck.", [("hobbies", "drive my truck")]),
     # a statement before a question after a comma; a hedge after ", but" is its own phrase
     ("I like to hike in the mountains, where do you go?", [("hobbies", "hike in the mountains")]),
