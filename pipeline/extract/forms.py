@@ -98,7 +98,8 @@ _LIST_JOINT = re.compile(
     re.IGNORECASE,
 )
 _DANGLING = re.compile(
-    r"(?:\s+(?:with|as|for|from|at|in|on|to|into|about|of|by|after|before|until|around))+$",
+    r"(?:\s+(?:with|as|for|from|at|in|on|to|into|about|of|by|after|before|until|around|"
+    r"alongside|beside|behind|near|without|through|across|during|over|under))+$",
     _FLAGS,
 )
 _DETERMINER = re.compile(r"^(?:a|an|the|some|any)\s+", _FLAGS)

@@ -84,6 +84,13 @@ STATED = [
     ("I'm a native Spanish speaker.", [("languages", "Spanish")]),
     ("I'm diabetic.", [("health_conditions", "diabetic")]),
     ("I really enjoy personal activities where I can focus.", []),
+    ("I love going to Disney World!", [("likes", "going to Disney World")]),
+    ("I love cooking and would do it more often.", [("likes", "cooking")]),
+    ("My wife and I just divorced.", []),
+    (
+        "Sometimes my job as a software developer gets too stressful.",
+        [("job_title", "software developer")],
+    ),
     ("I do sometimes like to drive my truck.", [("hobbies", "drive my truck")]),
     # a statement before a question after a comma; a hedge after ", but" is its own phrase
     ("I like to hike in the mountains, where do you go?", [("hobbies", "hike in the mountains")]),
