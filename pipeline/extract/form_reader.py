@@ -171,7 +171,7 @@ class FormReader:
         spec = self.catalog.attributes[form.attribute]
         span = match["value"]
         if form.leading:  # "I can't say cooking is my passion": the words before count too
-            outside = clause_end = clause
+            outside = clause
             prefix = ""
         else:
             prefix = clause[: match.start()]
@@ -179,10 +179,7 @@ class FormReader:
             # too, but only where my jeep will take me", "I love cooking and would do it more
             # often" still state the liking.
             outside = prefix + " " + _NEW_PHRASE.split(span, maxsplit=1)[0]
-            clause_end = prefix + " " + span
-        refused = _refusal(
-            prefix, outside, span, form, self._own_values[form.attribute], clause_end
-        )
+        refused = _refusal(prefix, outside, span, form, self._own_values[form.attribute], clause)
         if not refused and spec.kind == PASSING_KIND:
             passing = PASSING.search(clause)
             if passing:
@@ -217,19 +214,19 @@ def _refusal(
     span: str,
     form: CompiledForm,
     own_values: frozenset[str],
-    clause_end: str,
+    clause: str,
 ) -> str:
     """Why the form's match states nothing, or ''. `outside` is the clause up to the value's
-    phrase, `clause_end` all of it from the form on: an end told anywhere ("my wife and I
-    just divorced") undoes it. `own_values` are the attribute's enum values: "I recently got
-    divorced" states a marital status, not the end of one."""
+    phrase: an end told anywhere in `clause` undoes the form ("my wife and I just divorced",
+    "lost my job as a banker"), unless it is one of `own_values`, the attribute's enum values
+    ("I recently got divorced" states a marital status, not the end of one)."""
     hedge = HEDGES.search(outside)
     near = " ".join(prefix.split()[-NEAR_WORDS:])
     if hedge is None:
         hedge = WEAK_HEDGES.search(near) or _weak_hedge_in(span)
     if hedge:
         return f"hedged or hypothetical ({hedge.group(0)!r})"
-    ended = ENDED.search(clause_end)
+    ended = ENDED.search(clause)
     if ended and ended.group(0).casefold() not in own_values:
         return f"no longer so ({ended.group(0)!r})"
     # A first-person form owns its clause: any negation before it denies it. A noun phrase

@@ -411,7 +411,8 @@ def _term(value: str, terms: list[str]) -> str:
     folded = value.casefold()
     for term in sorted(terms, key=len, reverse=True):
         match = re.search(rf"(?:^|\s){_plural(term.casefold())}$", folded)
-        if match and len(folded[: match.start()].split()) <= 2:
+        before = folded[: match.start()].split() if match else []
+        if match and len(before) <= 2 and not _FIGURATIVE & set(before):
             return value
     return ""
 
@@ -421,6 +422,10 @@ _JUDGING = word_set(
     "good great bad terrible awful decent excellent amazing awesome big huge better best worse "
     "worst pretty fine poor lousy natural born"
 )
+
+
+# "my fur babies" are pets, not children.
+_FIGURATIVE = word_set("fur furry")
 
 
 def _leading_term(span: str, terms: list[str]) -> str:
@@ -439,7 +444,7 @@ def _leading_term(span: str, terms: list[str]) -> str:
         before = match["before"].split()
         if (
             not _STOP.search(" " + match["before"])
-            and not _JUDGING & set(before)
+            and not (_JUDGING | _FIGURATIVE) & set(before)
             and not any(word.endswith(("'s", "’s")) for word in before)  # "my sister's husband"
         ):
             best = match.end()

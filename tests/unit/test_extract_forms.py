@@ -87,6 +87,8 @@ STATED = [
     ("I love going to Disney World!", [("likes", "going to Disney World")]),
     ("I love cooking and would do it more often.", [("likes", "cooking")]),
     ("My wife and I just divorced.", []),
+    ("Lost my job as a banker yesterday", []),
+    ("It is so hard to be away from my fur babies.", []),
     (
         "Sometimes my job as a software developer gets too stressful.",
         [("job_title", "software developer")],
