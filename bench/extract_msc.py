@@ -20,6 +20,9 @@ proxy; the same share is also given counting only candidates that restate none o
 speaker's facts labelled on earlier turns (`agg_persona_list`, by the same matching rule):
 "I'm a vegan, remember." is unlabelled because the fact was labelled before.
 
+Every count is also given per attribute and per form (`forms`: which catalogue form read the
+candidate, as `attribute: form`), so that a form whose family of sentences is weak shows.
+
 Splits: **dev** is session 1 and the first 250 episodes of session 2 (what the forms were tuned
 on); **held-out** is session 2's episodes 250-500, which were never read while tuning.
 """
