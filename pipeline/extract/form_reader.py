@@ -63,7 +63,10 @@ NEGATION = re.compile(
     r"isnt|arent|wasnt|havent|hasnt|couldnt|wouldnt|shouldnt|aint)\b|\w['’]?n['’]t\b",
     _FLAGS,
 )
-_NEW_PHRASE = re.compile(r",\s*(?:but|and|so|though|although|yet|plus|except)\b", _FLAGS)
+_NEW_PHRASE = re.compile(
+    r"(?:,\s*|\s+)(?:but|and|although|yet|plus|except|because|cause)\b|,\s*(?:so|though)\b",
+    _FLAGS,
+)
 _SHARED_SUBJECT = re.compile(r"\b(?:and|&|with)\s*$", _FLAGS)
 # What may stand between a clause's start and a first-person form: "the zoo I work at" is a
 # relative clause, "well, since I work at" is not.
@@ -172,10 +175,11 @@ class FormReader:
             prefix = ""
         else:
             prefix = clause[: match.start()]
-            # What follows ", but ..." is a phrase of its own: "I like to travel too, but only
-            # where my jeep will take me" still states the liking.
+            # What follows "but", "and", "because" is a phrase of its own: "I like to travel
+            # too, but only where my jeep will take me", "I love cooking and would do it more
+            # often" still state the liking.
             outside = prefix + " " + _NEW_PHRASE.split(span, maxsplit=1)[0]
-        refused = _refusal(prefix, outside, span, form, self._own_values[form.attribute])
+        refused = _refusal(prefix, outside, span, form, self._own_values[form.attribute], clause)
         if not refused and spec.kind == PASSING_KIND:
             passing = PASSING.search(clause)
             if passing:
@@ -196,6 +200,8 @@ def _values(
     if spec.type is ValueType.ENUM:
         return enum_values(span, spec)
     if spec.type is ValueType.NUMBER:
+        if form.inner and len(span.split()) > 1:
+            return []  # "my 8 grand kids" is no "my 8 kids"
         value = number_value(span, leading=form.leading)
     else:
         value = typed_value(span, spec)  # dates, datetimes, booleans: the rules' readers
@@ -203,17 +209,24 @@ def _values(
 
 
 def _refusal(
-    prefix: str, outside: str, span: str, form: CompiledForm, own_values: frozenset[str]
+    prefix: str,
+    outside: str,
+    span: str,
+    form: CompiledForm,
+    own_values: frozenset[str],
+    clause: str,
 ) -> str:
-    """Why the form's match states nothing, or ''. `own_values` are the attribute's enum
-    values: "I recently got divorced" states a marital status, not the end of one."""
+    """Why the form's match states nothing, or ''. `outside` is the clause up to the value's
+    phrase: an end told anywhere in `clause` undoes the form ("my wife and I just divorced",
+    "lost my job as a banker"), unless it is one of `own_values`, the attribute's enum values
+    ("I recently got divorced" states a marital status, not the end of one)."""
     hedge = HEDGES.search(outside)
     near = " ".join(prefix.split()[-NEAR_WORDS:])
     if hedge is None:
-        hedge = WEAK_HEDGES.search(near) or WEAK_HEDGES.search(span)
+        hedge = WEAK_HEDGES.search(near) or _weak_hedge_in(span)
     if hedge:
         return f"hedged or hypothetical ({hedge.group(0)!r})"
-    ended = ENDED.search(outside)
+    ended = ENDED.search(clause)
     if ended and ended.group(0).casefold() not in own_values:
         return f"no longer so ({ended.group(0)!r})"
     # A first-person form owns its clause: any negation before it denies it. A noun phrase
@@ -234,6 +247,15 @@ def _refusal(
         if word not in _MAY_PRECEDE:
             return f"inside another phrase (after {word!r})"
     return ""
+
+
+def _weak_hedge_in(span: str) -> re.Match[str] | None:
+    """A wish or plan inside the value's span; a value that is itself a going ("I love
+    going to Disney World", "I like going to the beach") plans nothing."""
+    for hedge in WEAK_HEDGES.finditer(span):
+        if not (hedge.start() == 0 and hedge.group(0).casefold().startswith("going")):
+            return hedge
+    return None
 
 
 def _probe(forms: list[CompiledForm]) -> re.Pattern[str]:

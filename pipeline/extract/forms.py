@@ -78,6 +78,8 @@ _THERE = re.compile(r"^\s*there\b", _FLAGS)
 # "books like that", "things like these": the kind was shown earlier in the conversation.
 _THEIR_OWN = re.compile(r"^\s+(?:it|they|he|she|we|you)\b", _FLAGS)
 _COMPANION_TAIL = re.compile(r"^\s*(?:and|&)\s+(?:i|me)\s*$", _FLAGS)
+# Nouns that name a kind, not a thing: with a relative clause after them, the clause says which.
+_KINDS = word_set("activities activity things stuff places people kinds types sorts ones folks")
 _LIKE_THAT = re.compile(r"^\s+like\s+(?:that|this|those|these)\b", _FLAGS)
 # An object pronoun right after a one-word value: the value was a verb and its object was
 # said before ("I enjoy learning them", "I like to visit them").
@@ -96,7 +98,8 @@ _LIST_JOINT = re.compile(
     re.IGNORECASE,
 )
 _DANGLING = re.compile(
-    r"(?:\s+(?:with|as|for|from|at|in|on|to|into|about|of|by|after|before|until|around))+$",
+    r"(?:\s+(?:with|as|for|from|at|in|on|to|into|about|of|by|after|before|until|around|"
+    r"alongside|beside|behind|near|without|through|across|during|over|under))+$",
     _FLAGS,
 )
 _DETERMINER = re.compile(r"^(?:a|an|the|some|any)\s+", _FLAGS)
@@ -275,7 +278,7 @@ def string_values(
         return []
     if activity and len(text.split()) > MAX_VALUE_WORDS:  # "go hiking with my dogs for walks"
         text = _cut(span, leading=leading, phrase=activity, short=True)
-    if not leading and not listed and _context_bound(text, span[len(text) :]):
+    if not leading and not listed and _context_bound(text, span[len(text) :], activity=activity):
         return []
     items = text.split("\x1f") if listed else [text]
     values = []
@@ -298,7 +301,7 @@ def string_values(
     return values
 
 
-def _context_bound(value: str, after: str) -> bool:
+def _context_bound(value: str, after: str, *, activity: bool = False) -> bool:
     """A value whose sense the conversation holds, not the value: "a house that's filled with
     animals" cut before its relative clause, "the weather there", "books like that", a verb
     whose object is a pronoun ("learning them")."""
@@ -306,6 +309,8 @@ def _context_bound(value: str, after: str) -> bool:
         return True
     if _LIKE_THAT.match(after):
         return True
+    if not activity and _RELATIVE.match(after) and value.casefold().split()[-1] in _KINDS:
+        return True  # "personal activities where I can focus", "people who ...": which ones?
     if re.match(r"^the\s", value, _FLAGS) and _THEIR_OWN.match(after):
         return True  # "the energy it brings", "the food they make"
     words = value.casefold().split()
@@ -406,7 +411,8 @@ def _term(value: str, terms: list[str]) -> str:
     folded = value.casefold()
     for term in sorted(terms, key=len, reverse=True):
         match = re.search(rf"(?:^|\s){_plural(term.casefold())}$", folded)
-        if match and len(folded[: match.start()].split()) <= 2:
+        before = folded[: match.start()].split() if match else []
+        if match and len(before) <= 2 and not _FIGURATIVE & set(before):
             return value
     return ""
 
@@ -416,6 +422,10 @@ _JUDGING = word_set(
     "good great bad terrible awful decent excellent amazing awesome big huge better best worse "
     "worst pretty fine poor lousy natural born"
 )
+
+
+# "my fur babies" are pets, not children.
+_FIGURATIVE = word_set("fur furry")
 
 
 def _leading_term(span: str, terms: list[str]) -> str:
@@ -434,7 +444,7 @@ def _leading_term(span: str, terms: list[str]) -> str:
         before = match["before"].split()
         if (
             not _STOP.search(" " + match["before"])
-            and not _JUDGING & set(before)
+            and not (_JUDGING | _FIGURATIVE) & set(before)
             and not any(word.endswith(("'s", "’s")) for word in before)  # "my sister's husband"
         ):
             best = match.end()
