@@ -80,6 +80,14 @@ _THEIR_OWN = re.compile(r"^\s+(?:it|they|he|she|we|you)\b", _FLAGS)
 _COMPANION_TAIL = re.compile(r"^\s*(?:and|&)\s+(?:i|me)\s*$", _FLAGS)
 # Nouns that name a kind, not a thing: with a relative clause after them, the clause says which.
 _KINDS = word_set("activities activity things stuff places people kinds types sorts ones folks")
+_DEMONSTRATIVE_END = re.compile(r"\b(?:this|that|these|those)\s*$", _FLAGS)
+# "the smell and taste it adds", "the energy, diversity and food of this city": the value's
+# owner is a thing the conversation showed.
+_ITS_OWN = re.compile(
+    r"^(?:(?:,\s*(?:and\s+)?|\s+(?:and|&)\s+)[\w-]+(?:\s+[\w-]+)?){0,3}\s+(?:it(?!['’])|"
+    r"of\s+(?:this|these|those|that))\b",
+    _FLAGS,
+)
 _LIKE_THAT = re.compile(r"^\s+like\s+(?:that|this|those|these)\b", _FLAGS)
 # An object pronoun right after a one-word value: the value was a verb and its object was
 # said before ("I enjoy learning them", "I like to visit them").
@@ -111,7 +119,8 @@ _EMPTY_VALUE = word_set(
     "how why when where something anything everything nothing someone anyone everyone nobody "
     "all both each other others more most less much many few well so very too not no yes ok "
     "okay sure just only also even still really too to of a an the and or but for with at in "
-    "on by from night nights day days work job is are was were has had little morning "
+    "on by from night nights day days week weeks month months year years work job is are was "
+    "were has had little morning "
     "evening afternoon mornings evenings weekends weekend shifts shift their theirs big huge "
     "great good new some any whatever"
 )
@@ -119,7 +128,7 @@ _PARTICLES = word_set("up out on off over around back down away")
 _LIGHT_VERBS = word_set(
     "doing being having getting going spending playing making taking seeing trying using do "
     "be have get go make take see try use watching living knowing play listening watch "
-    "helping learning meeting finding keeping giving buying"
+    "helping learning meeting finding keeping giving buying help come"
 )
 _GENERIC_PLACES = word_set(
     "town city village country countryside area place house apartment flat home suburb "
@@ -280,6 +289,8 @@ def string_values(
         text = _cut(span, leading=leading, phrase=activity, short=True)
     if not leading and not listed and _context_bound(text, span[len(text) :], activity=activity):
         return []
+    if leading and _DEMONSTRATIVE_END.search(span[: len(span) - len(text)]):
+        return []  # "this trilogy is one of my faves", "that event was": shown, not named
     items = text.split("\x1f") if listed else [text]
     values = []
     for item in items[:4]:
@@ -311,8 +322,8 @@ def _context_bound(value: str, after: str, *, activity: bool = False) -> bool:
         return True
     if not activity and _RELATIVE.match(after) and value.casefold().split()[-1] in _KINDS:
         return True  # "personal activities where I can focus", "people who ...": which ones?
-    if re.match(r"^the\s", value, _FLAGS) and _THEIR_OWN.match(after):
-        return True  # "the energy it brings", "the food they make"
+    if re.match(r"^the\s", value, _FLAGS) and (_THEIR_OWN.match(after) or _ITS_OWN.search(after)):
+        return True  # "the energy it brings", "the smell and taste it adds", "... of this city"
     words = value.casefold().split()
     if len(words) == 1 and words[0] not in _PREPOSITION_WORDS and _PRONOUN_OBJECT.match(after):
         return True

@@ -88,6 +88,13 @@ STATED = [
     ("I love cooking and would do it more often.", [("likes", "cooking")]),
     ("My wife and I just divorced.", []),
     ("Lost my job as a banker yesterday", []),
+    ("This trilogy is one of my faves.", []),
+    ("Bali last year was one of my favs.", []),
+    ("I love the smell and taste it adds to dishes.", []),
+    ("I love the energy, diversity, and awesome food of this city.", []),
+    ("I love the color green cause it is nice.", [("likes", "color green")]),
+    ("I love to help, so just shoot me a question.", []),
+    ("I'm a total movie fan!", [("likes", "movie")]),
     ("It is so hard to be away from my fur babies.", []),
     (
         "Sometimes my job as a software developer gets too stressful.",
