@@ -15,7 +15,7 @@ against a stub that refuses past 600 a minute (the rate measured at the stub, an
 reach an episode). `--baseline REV` measures the same runs for an older commit (a worktree of
 it under /tmp, its workers started from it) in the same session, for the figure beside
 today's. The database named by --url (must contain "bench") is dropped and recreated for each
-run; Redis database 28 is the broker and the budget's store.
+run; Redis database 12 is the broker and the budget's store.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from pipeline.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/sgam_bench_llm"
-DEFAULT_BROKER = "redis://127.0.0.1:6379/28"
+DEFAULT_BROKER = "redis://127.0.0.1:6379/12"
 TICK = os.sysconf("SC_CLK_TCK")
 _GRACE = timedelta(seconds=120)  # past SGAM_SWEEP_GRACE_S and any lease of a stalled claim
 

@@ -15,6 +15,7 @@ from pipeline.errors import (
     ConflictError,
     FactConflict,
     IdempotencyConflict,
+    IdempotencyInProgress,
     InvalidInput,
     InvalidLines,
     LlmAnswerInvalid,
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
     from pipeline.read.facts import FactQuery, get, history
     from pipeline.read.owners import scope_of
     from pipeline.read.quarantine import list_quarantined
+    from pipeline.read.state import KeyQuery, state_tag
     from pipeline.rebuild import ReplayReport, replay
     from pipeline.settings import Settings, load_settings
     from schemas.results import (
@@ -149,6 +151,8 @@ _LAZY = {
     "history": "pipeline.read.facts",
     "scope_of": "pipeline.read.owners",
     "list_quarantined": "pipeline.read.quarantine",
+    "KeyQuery": "pipeline.read.state",
+    "state_tag": "pipeline.read.state",
     "Settings": "pipeline.settings",
     "load_settings": "pipeline.settings",
 }
@@ -179,10 +183,12 @@ __all__ = [
     "FactQuery",
     "ForgetResult",
     "IdempotencyConflict",
+    "IdempotencyInProgress",
     "IngestReport",
     "InvalidInput",
     "InvalidLines",
     "IssuedKey",
+    "KeyQuery",
     "LlmAnswerInvalid",
     "LlmClient",
     "LlmFailure",
@@ -250,6 +256,7 @@ __all__ = [
     "revoke_key",
     "scope_of",
     "show_episode",
+    "state_tag",
     "sweep",
     "write_fact",
     "write_many",

@@ -21,6 +21,7 @@ SgamError
     ├── StoreBusy               lock timeouts or deadlocks outlasted the bounded retries
     ├── StoreUnavailable        the database cannot be reached or opened
     ├── PurgeBlocked            old transactions outlasted purge-vacuum's wait: nothing rewritten
+    ├── IdempotencyInProgress   the first request with this key is still being answered
     └── LlmUnavailable          the LLM endpoint failed (unreachable, timeout, 429, 5xx, an
                                 answer cut short) through every retry or past the deadline
 
@@ -173,3 +174,14 @@ class PurgeBlocked(RetryableError):
 class LlmUnavailable(LlmFailure, RetryableError):
     """Unreachable, timed out, rate-limited, failing with 5xx, or cutting its answers short
     (a broken-off body, tool arguments stopped at max_tokens) through every retry."""
+
+
+class IdempotencyInProgress(RetryableError):
+    """The first request with this idempotency key has not answered yet (a remember waiting
+    for the model, an intake processing its episodes): retry after `retry_after` seconds to
+    get its answer. A reservation left by a request that died expires with its lease."""
+
+    def __init__(self, message: str, *, key: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.key = key
+        self.retry_after = retry_after

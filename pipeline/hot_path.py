@@ -47,6 +47,9 @@ from pipeline.ledger.idempotency import (
     forgotten,
     key_row,
     refusal_of,
+    refuse_while_reserved,
+    reservation,
+    reserved,
     stored_outcome,
     subject_forgotten_since,
     used_keys,
@@ -159,23 +162,32 @@ def _remember(
     # The rules found nothing and a model is configured: commit the episode first, so that
     # a slow or failing model loses nothing.
     # Under a lease like any claim: should this process die while the model thinks, the
-    # sweeper finds the episode once the lease has run out and a worker finishes it.
-    leased = row | {"lease_until": now + timedelta(seconds=store.settings.episode_lease_s)}
-    inserted = store.run(lambda unit: _answered(unit, request) or _insert(unit, leased))
+    # sweeper finds the episode once the lease has run out and a worker finishes it. The
+    # idempotency key is reserved as long (a repeat meanwhile is IdempotencyInProgress).
+    lease_s = store.settings.episode_lease_s
+    leased = row | {"lease_until": now + timedelta(seconds=lease_s)}
+    inserted = store.run(
+        lambda unit: _answered(unit, request) or _insert_reserving(unit, request, leased, lease_s)
+    )
     if isinstance(inserted, Remembered):
         return inserted
     if not inserted:
         return _earlier(store, request, claimed.key[1])
-    seconds = store.settings.hot_path_deadline_ms / 1000
-    result = run_extraction(store, claimed.episode, fallback.within(seconds))
-    if isinstance(result, LlmFailure):
-        _observe(claimed, "deferred", [], started)
-        return _kept(store, request, _defer(store, claimed))
-    if not isinstance(result, ExtractionResult):
-        raise result
-    outcome = store.run(lambda unit: finish(unit, [claimed], {claimed.key: result}))[claimed.key]
-    _observe(claimed, str(outcome.status), outcome.decisions, started)
-    return _kept(store, request, _answer(claimed.key[1], result, outcome.decisions))
+    try:
+        seconds = store.settings.hot_path_deadline_ms / 1000
+        result = run_extraction(store, claimed.episode, fallback.within(seconds))
+        if isinstance(result, LlmFailure):
+            _observe(claimed, "deferred", [], started)
+            return _kept(store, request, _defer(store, claimed))
+        if not isinstance(result, ExtractionResult):
+            raise result
+        done = store.run(lambda unit: finish(unit, [claimed], {claimed.key: result}))
+        outcome = done[claimed.key]
+        _observe(claimed, str(outcome.status), outcome.decisions, started)
+        return _kept(store, request, _answer(claimed.key[1], result, outcome.decisions))
+    except BaseException:
+        _release(store, request)
+        raise
 
 
 def _fingerprint(request: RememberIn) -> Fingerprint:
@@ -193,6 +205,10 @@ def _answered(unit: Unit, request: RememberIn) -> Remembered | None:
     if seen is None:
         return None
     check_repeat(vars(seen), _fingerprint(request), key)
+    if reserved(seen.result):  # the first request still waits for its model, or died
+        retry_s = unit.settings.hot_path_deadline_ms / 1000
+        refuse_while_reserved(seen.result, unit.clock(), key, retry_s=retry_s)
+        return None  # it died: its episode is there, answered as a taken one (_earlier)
     return _replayed(unit, request, seen)
 
 
@@ -217,12 +233,13 @@ def _replayed(unit: Unit, request: RememberIn, seen: IdempotencyRow) -> Remember
 
 
 def _keep(unit: Unit, request: RememberIn, answer: Remembered) -> None:
-    """The answer under the request's idempotency key, with the ledger's refusals."""
+    """The answer under the request's idempotency key, with the ledger's refusals (in place
+    of the key's reservation on the model path)."""
     stored = answer.model_dump(mode="json")
     refusals = [stored_outcome(conflict) for conflict in answer.conflicts]
     stored["refusals"] = [refusal for refusal in refusals if refusal is not None]
     row = key_row(unit, request, _fingerprint(request), stored)
-    unit.session.add(IdempotencyRow(**row))
+    unit.session.merge(IdempotencyRow(**row))
 
 
 def _kept(store: Store, request: RememberIn, answer: Remembered) -> Remembered:
@@ -231,6 +248,37 @@ def _kept(store: Store, request: RememberIn, answer: Remembered) -> Remembered:
     if request.idempotency_key is not None:
         store.run(lambda unit: _keep(unit, request, answer))
     return answer
+
+
+def _insert_reserving(unit: Unit, request: RememberIn, row: dict[str, Any], seconds: float) -> bool:
+    """`_insert`, and the request's idempotency key reserved for `seconds` (under the key's
+    lock, which `_answered` took in this transaction)."""
+    if not _insert(unit, row):
+        return False
+    if request.idempotency_key is not None:
+        held = reservation(unit, seconds)
+        unit.session.add(IdempotencyRow(**key_row(unit, request, _fingerprint(request), held)))
+    return True
+
+
+def _release(store: Store, request: RememberIn) -> None:
+    """The request failed before it answered: free its key's reservation, so that a retry
+    is answered from what was stored (its episode, taken over by the workers) at once. Should
+    this fail too, the reservation expires with the episode's lease."""
+    key = request.idempotency_key
+    if key is None:
+        return
+
+    def free(unit: Unit) -> None:
+        unit.lock(("idempotency", request.tenant_id, key))
+        row = unit.session.get(IdempotencyRow, (request.tenant_id, key))
+        if row is not None and reserved(row.result):
+            unit.session.delete(row)
+
+    try:
+        store.run(free)
+    except Exception:  # the original failure is what the caller must see
+        log.warning("idempotency reservation left to expire", extra={"tenant": request.tenant_id})
 
 
 def _observe(claimed: Claimed, outcome: str, decisions: list[Decision], started: float) -> None:

@@ -56,7 +56,10 @@ def extract_episodes(self: Task, keys: list[list[str]]) -> None:
             names.SGAM_ATTEMPT: self.request.retries + 1,
         },
     ):
-        outcomes = process_episodes(store(), [(tenant, episode) for tenant, episode in keys])
+        # The message is a wake-up: the model lane goes on with the episodes that wait.
+        outcomes = process_episodes(
+            store(), [(tenant, episode) for tenant, episode in keys], more=True
+        )
     waiting = [
         list(key) for key, outcome in outcomes.items() if outcome.status == ReceiptStatus.PENDING
     ]

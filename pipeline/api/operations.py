@@ -150,17 +150,7 @@ def read_tag(
     store: Store, key: ApiKey, subject: str, attribute: str, named: Mapping[str, Any]
 ) -> str:
     """The state tag of a single-valued attribute in the read's scope (its ETag)."""
-    scope = _read_scope(key, subject, named)
-    slot = SlotKey(
-        scope["tenant_id"],
-        scope.get("agent_id", "default"),
-        scope.get("purpose", "default"),
-        scope["subject"],
-        attribute,
-        "",
-    )
-    with store.begin() as unit:
-        return read_state_tag(unit.session, slot)
+    return pipeline.state_tag(store, _read_scope(key, subject, named) | {"attribute": attribute})
 
 
 def state_tag(store: Store, fact: Fact) -> str:

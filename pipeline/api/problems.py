@@ -19,6 +19,7 @@ from pipeline.errors import (
     ConflictError,
     FactConflict,
     IdempotencyConflict,
+    IdempotencyInProgress,
     InvalidInput,
     InvalidLines,
     LlmAnswerInvalid,
@@ -113,6 +114,14 @@ PROBLEMS: list[tuple[type[BaseException], int, str, str]] = [
         "The fact or key is not at the state the request expected",
     ),
     (IdempotencyConflict, 409, "idempotency-conflict", "Idempotency key reused"),
+    # A repeat while the key's first request is still at work: 409 as RFC 9110 and the
+    # Idempotency-Key draft say, with Retry-After (it is not the server that is unavailable).
+    (
+        IdempotencyInProgress,
+        409,
+        "idempotency-in-progress",
+        "The first request with this idempotency key is still in progress",
+    ),
     (FactConflict, 409, "fact-conflict", "An equal-trust fact disagrees"),
     (TrustRejected, 409, "trust-rejected", "A fact of higher trust disagrees"),
     (NotQuarantined, 409, "not-quarantined", "Only a quarantined fact can be promoted"),

@@ -55,6 +55,7 @@ OPTION_NAMES = {
     "occurred_at": "--occurred-at",
     "session_id": "--session",
     "episode_id": "--episode",
+    "expected_state": "--if-match",
 }
 
 

@@ -10,17 +10,20 @@ planner trust the small size in the first place.
 
 So every connection remembers the number of live rows of each table when its statements were
 last planned and, at most once a second when it is checked out of the pool, compares it with the
-current numbers (one round trip). When a table has doubled, it drops its prepared statements
-(`DEALLOCATE ALL`, which psycopg notices): they are prepared and planned again for the current
-sizes. The numbers come from the cumulative statistics (`track_counts`, on by default and needed
-by autovacuum), which take no lock: `pg_relation_size` would wait behind a VACUUM FULL or a
-migration's lock. No plan is used on a table more than twice the size it was made for (plus the
-writes of the last second or two, which the statistics may not count yet), whoever grew the
-table and whether or not anything analyses it (a transaction's own writes count from its next
-one: `put_many` commits every chunk). The check costs one round trip a second per busy
-connection and re-plans at each doubling only: no measurable cost on a put, where planning every
-execution instead (`plan_cache_mode=force_custom_plan`) costs 0.2 ms of server CPU, a third of
-what a put costs the server (bench/README.md, `bench/fresh_database.py`).
+current numbers (one round trip). When a table has doubled, the pool replaces the connection,
+and its prepared statements go with it: the new one prepares and plans them again for the
+current sizes. (Not `DEALLOCATE ALL` on the same connection: psycopg notices one only while it
+has statements prepared and only the first time it sees the text, so a second one left it
+executing statements the server had dropped.) The numbers come from the cumulative statistics
+(`track_counts`, on by default and needed by autovacuum), which take no lock: `pg_relation_size`
+would wait behind a VACUUM FULL or a migration's lock. No plan is used on a table more than
+twice the size it was made for (plus the writes of the last second or two, which the statistics
+may not count yet), whoever grew the table and whether or not anything analyses it (a
+transaction's own writes count from its next one: `put_many` commits every chunk). The check
+costs one round trip a second per busy connection and a new connection at each doubling only: no
+measurable cost on a put, where planning every execution instead
+(`plan_cache_mode=force_custom_plan`) costs 0.2 ms of server CPU, a third of what a put costs
+the server (bench/README.md, `bench/fresh_database.py`).
 """
 
 from __future__ import annotations
@@ -83,14 +86,14 @@ def on_checkout(dbapi_connection: Any, record: Any, _proxy: object) -> None:
     state.next_check = moment + CHECK_SECONDS
     # The connection is idle here; in autocommit mode the check opens no transaction.
     autocommit = dbapi_connection.autocommit
+    outgrown_plans = False
     try:
         dbapi_connection.autocommit = True
         now = {name: int(size) for name, size in dbapi_connection.execute(_SIZES)}
         if state.sizes is None:
             state.sizes = now
         elif outgrown(state.sizes, now):
-            dbapi_connection.execute("DEALLOCATE ALL")
-            state.sizes = now
+            outgrown_plans = True
         else:
             state.sizes = rebase(state.sizes, now)
         dbapi_connection.autocommit = autocommit
@@ -99,3 +102,7 @@ def on_checkout(dbapi_connection: Any, record: Any, _proxy: object) -> None:
             raise
         # The server closed the connection: the pool replaces it and checks out again.
         raise DisconnectionError(str(error).strip().splitlines()[0]) from error
+    if outgrown_plans:
+        # The pool closes this connection and checks out a new one (whose check records the
+        # current sizes): SQLAlchemy's way to refuse a connection at checkout.
+        raise DisconnectionError("a table outgrew the plans of the prepared statements")

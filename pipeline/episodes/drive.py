@@ -60,9 +60,7 @@ def process_until_settled(
         if not waiting:
             break
         time.sleep(pause)
-        batch = store.settings.worker_batch
-        for start in range(0, len(waiting), batch):
-            outcomes |= process_episodes(store, waiting[start : start + batch], llm=llm)
+        outcomes |= process_episodes(store, waiting, llm=llm)  # a batch at a time
         waiting = [
             key
             for key in waiting

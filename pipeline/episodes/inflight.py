@@ -1,14 +1,17 @@
-"""Model extractions of a claimed batch in flight together, each committed when its answer is in.
+"""Model extractions in flight together, each committed when its answer is in, and the next
+batch claimed while the calls of the last one are out.
 
 A model call is I/O: the worker process waits for the endpoint, not for its CPU. So each
 process keeps up to `SGAM_LLM_CONCURRENCY` calls in flight on a thread pool of its own (the
 HTTP client and its connections are shared, `extract.llm.shared_client`), and commits what has
 come back while the rest are still out: one slow answer never holds a finished one hostage
-(answers that arrive within `GATHER_S` of each other share one commit).
+(answers that arrive within `GATHER_S` of each other share one commit). Batches overlap: the
+next one is claimed and its calls queued while the pool still runs the last one's, so the
+pool is never idle between batches (`run_in_flight`).
 Threads rather than asyncio because the store, the policy and the ledger are synchronous
 SQLAlchemy, and measured, a call on a thread costs less CPU than one through an async client
-(2.4 against 3.1-3.4 ms: bench/llm_threads_vs_asyncio.py). The batch's context (the subjects'
-values, the conversation) is read before on the calling thread, at once
+(2.4 against 3.1-3.4 ms: bench/llm_threads_vs_asyncio.py). Each batch's context (the subjects'
+values, the conversation) is read on the calling thread, at once, when it is claimed
 (`process.batch_contexts`); a pool thread renders the prompt, asks the model and runs the
 guards; the commits stay on the calling thread.
 
@@ -60,47 +63,67 @@ def model_pool(size: int) -> ThreadPoolExecutor:
 
 def run_in_flight(
     store: Store,
-    claimed: Sequence[Claimed],
-    prepare: Callable[[Claimed], Callable[[], Extracted]],
+    feed: Callable[[int], Sequence[Claimed]],
+    prepare: Callable[[Sequence[Claimed]], dict[EpisodeKey, Callable[[], Extracted]]],
     commit: Callable[[list[Claimed], dict[EpisodeKey, Extracted]], dict[EpisodeKey, Outcome]],
 ) -> dict[EpisodeKey, Outcome]:
-    """Run `prepare(item)()` for every claimed episode on the pool — `prepare` on this thread
-    (it may read the database), the work it returns on the pool — and `commit` each group of
-    episodes whose answers are in, on this thread, while the lease of the others is kept."""
-    pool = model_pool(store.settings.llm_concurrency)
-    keeper = LeaseKeeper(store, {item.key: item.attempt for item in claimed})
+    """Keep the pool busy with claimed episodes until `feed` has no more: `feed(room)` claims
+    up to `room` episodes (at most a batch), `prepare(batch)` reads what the batch's calls need
+    and returns each episode's work, both on this thread (they read the database); the work
+    runs on the pool, and `commit` finishes each group of episodes whose answers are in, on
+    this thread, while the lease of the others is kept.
+
+    A batch is claimed ahead as soon as there is room for it beside the calls the pool runs
+    (`SGAM_LLM_CONCURRENCY`) and one batch more: its calls wait in the pool's queue and start
+    the moment a call ends, so the pool never waits for a commit, a claim or a context read.
+    A crash strands at most that many episodes, whose leases the sweeper takes back."""
+    settings = store.settings
+    pool = model_pool(settings.llm_concurrency)
+    batch = settings.worker_batch
+    room_for = settings.llm_concurrency + batch
+    keeper = LeaseKeeper(store, {})
     futures: dict[Future[Extracted], Claimed] = {}
+    waiting: set[Future[Extracted]] = set()
     outcomes: dict[EpisodeKey, Outcome] = {}
+    feeding = True
+
+    def top_up() -> None:
+        nonlocal feeding
+        while feeding and room_for - len(waiting) >= min(batch, settings.llm_concurrency):
+            claimed = list(feed(min(batch, room_for - len(waiting))))
+            if not claimed:
+                feeding = False
+                return
+            keeper.hold({item.key: item.attempt for item in claimed})
+            works = prepare(claimed)
+            for item in claimed:
+                future = pool.submit(_returning_errors(works[item.key]))
+                futures[future] = item
+                waiting.add(future)
+
     with keeper:
         try:
-            for item in claimed:
-                futures[pool.submit(_returning_errors(prepare, item))] = item
-            waiting = set(futures)
+            top_up()
             while waiting:
                 done, waiting = wait(waiting, return_when=FIRST_COMPLETED)
                 if waiting:  # the answers that follow within moments share the commit
                     more, waiting = wait(waiting, timeout=GATHER_S)
                     done |= more
-                finished = [futures[future] for future in done]
-                results = {futures[future].key: future.result() for future in done}
+                pairs = [(futures.pop(future), future) for future in done]
+                finished = [item for item, _ in pairs]
+                results = {item.key: future.result() for item, future in pairs}
                 keeper.release(results)
                 outcomes |= commit(finished, results)
+                top_up()
         finally:
             for future in futures:
                 future.cancel()  # a commit failed: the unsent calls are the sweeper's again
     return outcomes
 
 
-def _returning_errors(
-    prepare: Callable[[Claimed], Callable[[], Extracted]], item: Claimed
-) -> Callable[[], Extracted]:
-    """The work for `item`, which returns its error instead of raising it: the commit records
-    it on the episode, which stays retryable."""
-    try:
-        work = prepare(item)
-    except Exception as error:
-        failed = error
-        return lambda: failed
+def _returning_errors(work: Callable[[], Extracted]) -> Callable[[], Extracted]:
+    """`work`, which returns its error instead of raising it: the commit records it on the
+    episode, which stays retryable."""
 
     def run() -> Extracted:
         try:
@@ -130,6 +153,11 @@ class LeaseKeeper:
     def __exit__(self, *_: object) -> None:
         self._stop.set()
         self._thread.join()
+
+    def hold(self, held: dict[EpisodeKey, int]) -> None:
+        """Keep the lease of these episodes (key: the claim's attempt) too."""
+        with self._lock:
+            self._held |= held
 
     def release(self, keys: Sequence[EpisodeKey] | dict[EpisodeKey, Any]) -> None:
         with self._lock:

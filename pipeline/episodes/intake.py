@@ -32,6 +32,9 @@ from pipeline.ledger.idempotency import (
     Fingerprint,
     check_repeat,
     key_row,
+    refuse_while_reserved,
+    reservation,
+    reserved,
     stored_keys,
     used_keys,
 )
@@ -44,6 +47,8 @@ from schemas.lifecycle import ReceiptStatus
 from schemas.results import IngestReport, Receipt
 
 Progress = Callable[[int], None]
+# How soon a repeat of an intake still at work should come back (Retry-After's bound).
+_RETRY_S = 5
 log = logging.getLogger("sgam.intake")
 
 
@@ -92,7 +97,11 @@ def ingest(
         for start in range(0, len(valid), chunk_size):
             chunk = valid[start : start + chunk_size]
             stored = store.run(partial(_store_chunk, chunk=chunk))
-            receipts = _hand_over(store, stored, report, llm)
+            try:
+                receipts = _hand_over(store, stored, report, llm)
+            except BaseException:
+                _release(store, chunk, stored)
+                raise
             _keep_first_receipts(store, chunk, receipts)
             report.receipts += receipts
             if progress is not None:
@@ -140,6 +149,7 @@ Stored = list[tuple[Receipt, EpisodeKey | None]]
 
 def _store_chunk(unit: Unit, *, chunk: list[tuple[int, EpisodeIn]]) -> Stored:
     now = unit.clock()
+    lease_s = unit.settings.episode_lease_s
     keys = [(e.tenant_id, e.idempotency_key) for _, e in chunk if e.idempotency_key is not None]
     used = used_keys(unit, keys)
     fresh: list[tuple[int, EpisodeIn, dict[str, Any]]] = []
@@ -156,8 +166,11 @@ def _store_chunk(unit: Unit, *, chunk: list[tuple[int, EpisodeIn]]) -> Stored:
         row = new_row(episode, lane=Lane.BACKGROUND, received_at=now, input_seq=line)
         fresh.append((line, episode, row))
         if idempotency is not None:  # a second line with this key repeats this one
+            # Reserved until its receipt is kept (_keep_first_receipts), as long as the
+            # episode's lease: a repeated request meanwhile is told to come back for it.
+            first = {"episode_id": row["episode_id"]} | reservation(unit, lease_s)
             used[(episode.tenant_id, idempotency)] = IdempotencyRow(
-                **key_row(unit, episode, _fingerprint(episode), {"episode_id": row["episode_id"]})
+                **key_row(unit, episode, _fingerprint(episode), first)
             )
     rows = [row for _, _, row in fresh]
     inserted: set[tuple[str, str]] = set()
@@ -188,18 +201,34 @@ def _store_chunk(unit: Unit, *, chunk: list[tuple[int, EpisodeIn]]) -> Stored:
     return stored
 
 
+def _release(store: Store, chunk: list[tuple[int, EpisodeIn]], stored: Stored) -> None:
+    """The chunk's processing failed: free its keys' reservations (they keep their episode
+    ids, no receipt), so a repeat is answered from what was stored at once. Should this fail
+    too, the reservations expire with the episodes' lease."""
+    try:
+        _keep_first_receipts(store, chunk, [receipt for receipt, _ in stored], answered=False)
+    except Exception:  # the original failure is what the caller must see
+        log.warning("idempotency reservations left to expire", extra={"episodes": len(chunk)})
+
+
 def _keep_first_receipts(
-    store: Store, chunk: list[tuple[int, EpisodeIn]], receipts: list[Receipt]
+    store: Store,
+    chunk: list[tuple[int, EpisodeIn]],
+    receipts: list[Receipt],
+    *,
+    answered: bool = True,
 ) -> None:
-    """Each keyed episode's key keeps the receipt its first intake answered, so a repeated
-    request can answer the same again (`first_receipts`). One statement for the chunk, and no
-    transaction at all when none of its episodes has a key."""
+    """Each keyed episode's key keeps the receipt its first intake answered (in place of its
+    reservation), so a repeated request can answer the same again (`first_receipts`); with
+    `answered` False, only its episode id. One statement for the chunk, and no transaction at
+    all when none of its episodes has a key."""
     keyed = {line: episode for line, episode in chunk if episode.idempotency_key is not None}
     kept = [
         {
             "tenant": episode.tenant_id,
             "idempotency": episode.idempotency_key,
-            "first": {"episode_id": receipt.episode_id, "receipt": receipt.model_dump(mode="json")},
+            "first": {"episode_id": receipt.episode_id}
+            | ({"receipt": receipt.model_dump(mode="json")} if answered else {}),
         }
         for receipt in receipts
         if (episode := keyed.get(receipt.line)) is not None
@@ -220,11 +249,15 @@ def _keep_first_receipts(
 
 def first_receipts(store: Store, tenant_id: str, keys: Sequence[str]) -> list[Receipt] | None:
     """The receipts the first intake under these keys answered, in their order; None when a
-    key kept none (stored before receipts were kept, or not an intake's key)."""
+    key kept none (stored before receipts were kept, not an intake's key, or reserved by an
+    intake that died). IdempotencyInProgress while that intake is still at work."""
 
     def read(unit: Unit) -> list[Receipt] | None:
         found = stored_keys(unit.session, [(tenant_id, key) for key in keys])
         kept = [found.get((tenant_id, key)) for key in keys]
+        for key, row in zip(keys, kept, strict=True):
+            if row is not None and reserved(row.result):
+                refuse_while_reserved(row.result, unit.clock(), key, retry_s=_RETRY_S)
         if any(row is None or "receipt" not in (row.result or {}) for row in kept):
             return None
         return [Receipt.model_validate(row.result["receipt"]) for row in kept if row is not None]

@@ -8,17 +8,19 @@ only by the claim that still owns it.
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
-from sqlalchemy import and_, or_, select, tuple_
+from sqlalchemy import and_, bindparam, or_, select, tuple_, update
 from sqlalchemy.orm import load_only
 
-from pipeline.db.models import EpisodeRow
+from pipeline.db.models import EPISODES, EpisodeRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.episodes.conversation import earlier_turns, earlier_turns_of
@@ -71,6 +73,9 @@ class Claimed:
     key: EpisodeKey
     attempt: int  # the claim's fencing token: the row's attempts when it was claimed
     origin: Provenance  # the episode as extraction reads it, and how it came in
+    # What the episode's earlier model extractions spent, as its row had it when claimed (no
+    # one else writes it while the claim holds).
+    spent_before: dict[str, Any] | None = None
 
     @property
     def episode(self) -> Episode:
@@ -81,49 +86,102 @@ Extracted = ExtractionResult | SgamError | Exception
 
 
 def process_episodes(
-    store: Store, keys: Sequence[EpisodeKey], *, llm: LlmClient | None = None
+    store: Store,
+    keys: Sequence[EpisodeKey],
+    *,
+    llm: LlmClient | None = None,
+    more: bool = False,
 ) -> dict[EpisodeKey, Outcome]:
-    """Claim, extract and finish a batch. The rules take microseconds an episode: one unit of
-    work for the whole batch. A model takes as long as the endpoint does: every episode's
-    call in flight at once, each committed when its answer is in (`inflight`)."""
+    """Claim, extract and finish `keys`, a batch (SGAM_WORKER_BATCH) at a time. The rules
+    take microseconds an episode: one unit of work per batch. A model takes as long as the
+    endpoint does: every episode's call in flight at once, each committed when its answer is
+    in, and the next batch claimed while the last one's calls are out (`inflight`). `more`
+    (a worker's task, whose message is only a wake-up): once `keys` are claimed, the model lane
+    goes on claiming episodes that wait for their first attempt, for a quarter of
+    SGAM_TASK_TIME_LIMIT_S at most (the task must end well within its limit)."""
     extractor = choose(store.settings, llm=llm)
-    with tracing.span("claim", attributes={names.SGAM_EPISODE_COUNT: len(keys)}) as opened:
-        claimed = store.run(lambda unit: claim(unit, keys))
+    if extractor is not RULES:
+        return _with_model(store, keys, extractor, more=more)
+    batch = store.settings.worker_batch
+    outcomes: dict[EpisodeKey, Outcome] = {}
+    for start in range(0, len(keys), batch):
+        claimed = _claim(store, partial(claim, keys=keys[start : start + batch]), batch)
+        if claimed:
+            outcomes |= _with_rules(store, claimed, extractor)
+    return outcomes
+
+
+def _claim(store: Store, claiming: Callable[[Unit], list[Claimed]], asked: int) -> list[Claimed]:
+    with tracing.span("claim", attributes={names.SGAM_EPISODE_COUNT: asked}) as opened:
+        claimed = store.run(claiming)
         opened.set_attribute(names.SGAM_CLAIMED_COUNT, len(claimed))
-    if not claimed:
-        return {}
+    return claimed
+
+
+def _with_rules(
+    store: Store, claimed: list[Claimed], extractor: Extractor
+) -> dict[EpisodeKey, Outcome]:
     spans = EpisodeSpans(claimed)
     try:
-        if extractor is RULES:
-            extracted: dict[EpisodeKey, Extracted] = {}
-            for item in claimed:
+        extracted: dict[EpisodeKey, Extracted] = {}
+        for item in claimed:
+            with spans.current(item.key):
+                extracted[item.key] = run_extraction(store, item.episode, extractor)
+        outcomes = store.run(lambda unit: finish(unit, claimed, extracted, spans))
+        observed(claimed, extracted, outcomes, spans)
+        spans.end(outcomes)
+        return outcomes
+    except BaseException as error:
+        spans.close(error)
+        raise
+    finally:
+        spans.close()
+
+
+def _with_model(
+    store: Store, keys: Sequence[EpisodeKey], extractor: Extractor, *, more: bool
+) -> dict[EpisodeKey, Outcome]:
+    given = list(keys)
+    spans = EpisodeSpans(())
+    feed_until = time.monotonic() + store.settings.task_time_limit_s / 4
+
+    def feed(room: int) -> list[Claimed]:
+        nonlocal given
+        while given:
+            chunk, given = given[:room], given[room:]
+            claimed = _claim(store, partial(claim, keys=chunk), len(chunk))
+            if claimed:
+                spans.add(claimed)
+                return claimed
+        if more and time.monotonic() < feed_until:
+            claimed = _claim(store, partial(claim_waiting, limit=room), room)
+            spans.add(claimed)
+            return claimed
+        return []
+
+    def prepare(batch: Sequence[Claimed]) -> dict[EpisodeKey, Callable[[], Extracted]]:
+        contexts = batch_contexts(store, [item.episode for item in batch], spans)
+
+        def work(item: Claimed) -> Callable[[], Extracted]:
+            def run() -> Extracted:
                 with spans.current(item.key):
-                    extracted[item.key] = run_extraction(store, item.episode, extractor)
-            outcomes = store.run(lambda unit: finish(unit, claimed, extracted, spans))
-            observed(claimed, extracted, outcomes, spans)
-            spans.end(outcomes)
-            return outcomes
+                    return extract_traced(extractor, item.episode, contexts[item.key])
 
-        contexts = batch_contexts(store, [item.episode for item in claimed], spans)
+            return run
 
-        def prepare(item: Claimed) -> Callable[[], Extracted]:
-            context = contexts[item.key]
+        return {item.key: work(item) for item in batch}
 
-            def work() -> Extracted:
-                with spans.current(item.key):
-                    return extract_traced(extractor, item.episode, context)
+    def commit(
+        done: list[Claimed], results: dict[EpisodeKey, Extracted]
+    ) -> dict[EpisodeKey, Outcome]:
+        recorded = store.run(lambda unit: record_spend(unit, done, results))
+        outcomes = store.run(lambda unit: finish(unit, done, results, spans, recorded=recorded))
+        observed(done, results, outcomes, spans)
+        spans.end(outcomes)
+        return outcomes
 
-            return work
-
-        def commit(
-            done: list[Claimed], results: dict[EpisodeKey, Extracted]
-        ) -> dict[EpisodeKey, Outcome]:
-            outcomes = store.run(lambda unit: finish(unit, done, results, spans))
-            observed(done, results, outcomes, spans)
-            spans.end(outcomes)
-            return outcomes
-
-        return run_in_flight(store, claimed, prepare, commit)
+    try:
+        return run_in_flight(store, feed, prepare, commit)
     except BaseException as error:
         spans.close(error)
         raise
@@ -182,21 +240,43 @@ def claim(unit: Unit, keys: Sequence[EpisodeKey], lane: Lane | None = None) -> l
     fail the episode — as retryable, so that consolidation re-drives it."""
     if not keys:
         return []
-    now = unit.clock()
     query = (
         select(EpisodeRow)
         .where(
             tuple_(EpisodeRow.tenant_id, EpisodeRow.episode_id).in_(list(keys)),
             or_(
                 EpisodeRow.status == EpisodeStatus.PENDING,
-                and_(EpisodeRow.status == EpisodeStatus.PROCESSING, EpisodeRow.lease_until < now),
+                and_(
+                    EpisodeRow.status == EpisodeStatus.PROCESSING,
+                    EpisodeRow.lease_until < unit.clock(),
+                ),
             ),
         )
         .with_for_update(skip_locked=True)
     )
+    return _take(unit, unit.session.scalars(query))
+
+
+def claim_waiting(unit: Unit, limit: int) -> list[Claimed]:
+    """Take up to `limit` episodes that wait for their first attempt, oldest first, whatever
+    message they came with: their own message, when a worker takes it, finds them taken.
+    Episodes waiting for a retry (a retryable failure, its backoff) or a lost lease (the
+    sweeper's) are left to those."""
+    query = (
+        select(EpisodeRow)
+        .where(EpisodeRow.status == EpisodeStatus.PENDING, EpisodeRow.attempts == 0)
+        .order_by(EpisodeRow.enqueued_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
+    return _take(unit, unit.session.scalars(query))
+
+
+def _take(unit: Unit, rows: Iterable[EpisodeRow]) -> list[Claimed]:
+    now = unit.clock()
     claimed = []
     budget = unit.settings.episode_max_attempts
-    for row in unit.session.scalars(query):
+    for row in rows:
         if row.text is None:  # purged while it waited: nothing left to read
             row.status, row.last_error, row.finished_at = EpisodeStatus.FAILED, "purged", now
             continue
@@ -218,7 +298,7 @@ def claim(unit: Unit, keys: Sequence[EpisodeKey], lane: Lane | None = None) -> l
 
 def claimed_from(row: EpisodeRow) -> Claimed:
     origin = Provenance(as_episode(row), stated_on(row), actor=row.actor or ACTOR)
-    return Claimed((row.tenant_id, row.episode_id), row.attempts, origin)
+    return Claimed((row.tenant_id, row.episode_id), row.attempts, origin, row.usage)
 
 
 def run_extraction(store: Store, episode: Episode, extractor: Extractor) -> Extracted:
@@ -286,9 +366,12 @@ def finish(
     claimed: Sequence[Claimed],
     extracted: dict[EpisodeKey, Extracted],
     spans: EpisodeSpans | None = None,
+    *,
+    recorded: frozenset[EpisodeKey] = frozenset(),
 ) -> dict[EpisodeKey, Outcome]:
     """Apply and record every episode this claim still owns, in the caller's unit of work
-    (each under its own span of `spans`, if given, else under the current span)."""
+    (each under its own span of `spans`, if given, else under the current span). `recorded`:
+    the episodes whose spend this claim already wrote (`record_spend`), not to count twice."""
     if not claimed:
         return {}
     now = unit.clock()
@@ -320,6 +403,8 @@ def finish(
             continue
         result = extracted[item.key]
         spent_before = row.usage
+        if item.key in recorded:  # this try's spend is on the row already: keep only the earlier
+            spent_before = {"earlier": (spent_before or {}).get("earlier", [])}
         if isinstance(result, ExtractionResult):
             with spans.current(item.key) if spans is not None else nullcontext():
                 outcomes[item.key] = _apply(unit, row, item, result)
@@ -331,6 +416,42 @@ def finish(
         if row.status != EpisodeStatus.PENDING:
             row.finished_at = now
     return outcomes
+
+
+def record_spend(
+    unit: Unit, claimed: Sequence[Claimed], extracted: dict[EpisodeKey, Extracted]
+) -> frozenset[EpisodeKey]:
+    """Write what each model call spent (tokens, latency, attempts) on its episode's row as
+    soon as its answer is in, committed before the answer is decided: a crash or a lost lease
+    between the two still leaves the spend in the usage report. One statement for the group;
+    a row another claim took since is left alone (fenced by the attempt). The keys written."""
+    rows: list[dict[str, Any]] = []
+    written: list[EpisodeKey] = []
+    for item in claimed:
+        result = extracted[item.key]
+        if isinstance(result, ExtractionResult | LlmFailure) and result.usage.model is not None:
+            spent = with_earlier(result.usage.model_dump(mode="json"), item.spent_before)
+            rows.append(
+                {"k_tenant": item.key[0], "k_episode": item.key[1], "k_attempt": item.attempt}
+                | {"k_usage": spent}
+            )
+            written.append(item.key)
+    if not rows:
+        return frozenset()
+    table = EPISODES.c
+    unit.session.execute(
+        update(EPISODES)
+        .where(
+            table.tenant_id == bindparam("k_tenant"),
+            table.episode_id == bindparam("k_episode"),
+            table.attempts == bindparam("k_attempt"),
+            table.status == EpisodeStatus.PROCESSING,
+        )
+        .values(usage=bindparam("k_usage", type_=table.usage.type)),
+        rows,
+    )
+    # A row this statement missed is no longer this claim's: `finish` skips it as well.
+    return frozenset(written)
 
 
 def with_earlier(spent: dict[str, Any], before: dict[str, Any] | None) -> dict[str, Any]:

@@ -34,6 +34,10 @@ class EpisodeSpans:
 
     def __init__(self, claimed: Sequence[Claimed]) -> None:
         self._open: dict[EpisodeKey, Any] = {}
+        self.add(claimed)
+
+    def add(self, claimed: Sequence[Claimed]) -> None:
+        """Open the spans of more claimed episodes (the model lane's next batch)."""
         if not tracing.enabled():
             return
         for item in claimed:

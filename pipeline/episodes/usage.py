@@ -3,8 +3,9 @@
 percentiles and, with SGAM_LLM_PRICE_IN/OUT set, cost.
 
 Every model extraction of an episode is counted: its row keeps the last one's usage and the
-earlier ones beside it (`earlier`: the tries that failed before a retry). An attempt lost to a
-crash recorded nothing and is not counted.
+earlier ones beside it (`earlier`: the tries that failed before a retry, or were lost to a
+crash). A call's spend is written as soon as its answer is in, before the answer is decided
+(`process.record_spend`), so an attempt lost after its answer is counted too, once.
 """
 
 from __future__ import annotations

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
@@ -16,6 +18,7 @@ from pipeline.errors import (
     ConflictError,
     FactConflict,
     IdempotencyConflict,
+    IdempotencyInProgress,
     NotFound,
     NotQuarantined,
     TrustRejected,
@@ -24,6 +27,7 @@ from pipeline.errors import (
 from pipeline.ledger.events import content_hash
 from pipeline.ledger.results import PutResult
 from schemas.commands import Command
+from schemas.fields import format_utc
 from schemas.lifecycle import EventKind
 
 R = TypeVar("R", bound=BaseModel)  # a result, stored as its JSON form
@@ -70,6 +74,43 @@ def check_repeat(seen: Mapping[str, Any], fingerprint: Fingerprint, key: str) ->
             "endpoint or scope); send a new key",
             key=key,
         )
+
+
+# A key whose first request is still at work (a remember waiting for its model, an intake
+# processing its episodes) holds a reservation until this instant: a repeat meanwhile is told
+# to come back (IdempotencyInProgress) rather than answered from a state half written. Past
+# it, the request is taken to have died and the key answers as if it had kept nothing.
+RESERVED = "reserved_until"
+
+
+def reservation(unit: Unit, seconds: float) -> dict[str, str]:
+    """The result a key holds while its first request works, for at most `seconds`."""
+    until = format_utc(unit.clock() + timedelta(seconds=seconds))
+    assert until is not None
+    return {RESERVED: until}
+
+
+def reserved(result: Mapping[str, Any] | None) -> bool:
+    """Whether a stored key holds a reservation (live or expired) rather than an answer."""
+    return result is not None and RESERVED in result
+
+
+def refuse_while_reserved(
+    result: Mapping[str, Any], now: datetime, key: str, *, retry_s: float
+) -> None:
+    """IdempotencyInProgress while the key's reservation holds; nothing once it expired.
+    `retry_s`: how soon the first request should have answered (Retry-After's bound)."""
+    until = datetime.fromisoformat(result[RESERVED])
+    remaining = (until - now).total_seconds()
+    if remaining <= 0:
+        return
+    wait = max(1, math.ceil(min(remaining, retry_s)))
+    raise IdempotencyInProgress(
+        f"idempotency key {key!r}: the first request with it is still in progress; retry in "
+        f"{wait} s for its answer",
+        key=key,
+        retry_after=wait,
+    )
 
 
 class Keyed(Protocol):

@@ -168,3 +168,49 @@ def test_a_connection_the_server_closed_is_replaced_at_the_size_check(
         assert pipeline.put(store, command(1)).fact.value == "City 1"
     finally:
         store.dispose()
+
+
+def _wait_for_live_rows(url: str, table: str, rows: int) -> None:
+    """Wait (at most 10 s) until the statistics, read on a connection of its own, count
+    `rows` live rows in `table`."""
+    engine = create_engine(url, isolation_level="AUTOCOMMIT")
+    deadline = time.monotonic() + 10
+    try:
+        with engine.connect() as connection:
+            while time.monotonic() < deadline:
+                live = connection.execute(
+                    text("SELECT pg_stat_get_live_tuples(CAST(:table AS regclass))"),
+                    {"table": table},
+                ).scalar_one()
+                if live >= rows:
+                    return
+                time.sleep(0.1)
+    finally:
+        engine.dispose()
+    raise AssertionError(f"the statistics never counted {rows} rows in {table}")
+
+
+def test_statements_prepared_between_two_replans_are_not_lost(
+    fresh_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A connection re-planned while it had nothing prepared, then prepared statements, then
+    re-planned again: its statements must be prepared anew, not executed by names the server
+    has dropped. (psycopg notices a `DEALLOCATE ALL` only when it runs with statements
+    prepared, and later only if it never ran before on the connection; a large inline ingest
+    on a new database failed with `prepared statement "_pg3_14" does not exist`.)"""
+    monkeypatch.setattr(replan, "CHECK_SECONDS", 0.0)
+    store = Store(Settings(database_url=fresh_url))
+    writer = Store(Settings(database_url=fresh_url))  # grows the tables on its own connection
+    try:
+        _read_slot(store, command(0))  # the first check: the sizes of the empty tables
+        pipeline.put_many(writer, (command(n) for n in range(600)), chunk=200)
+        _wait_for_live_rows(fresh_url, "claims", 600)
+        for number in range(8):  # re-planned with nothing prepared, then prepared
+            _read_slot(store, command(number))
+        pipeline.put_many(writer, (command(n) for n in range(600, 1300)), chunk=200)
+        _wait_for_live_rows(fresh_url, "claims", 1300)
+        for number in range(8):  # re-planned again: the same statements run once more
+            _read_slot(store, command(number))
+    finally:
+        store.dispose()
+        writer.dispose()

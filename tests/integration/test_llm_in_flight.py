@@ -15,7 +15,7 @@ import pipeline
 from pipeline.db.models import EpisodeRow
 from pipeline.db.store import Store, open_store
 from pipeline.episodes.inflight import LeaseKeeper
-from pipeline.episodes.process import process_episodes
+from pipeline.episodes.process import claim_waiting, process_episodes
 from pipeline.extract.llm import shared_client
 from pipeline.settings import Settings
 from tests.integration.celery_helpers import REDIS_URL, flush_redis
@@ -95,6 +95,78 @@ def test_a_slow_answer_holds_no_finished_episode_hostage(database_url: str, stub
         flush_redis()  # the wake-ups nobody took
     assert seen == {"e0": "processing"} | {episode_id: "done" for episode_id in ids[1:]}
     assert after == {episode_id: "done" for episode_id in ids}
+
+
+def test_the_next_batch_is_claimed_while_the_last_ones_calls_are_out(
+    database_url: str, stub: Any
+) -> None:
+    # Batches of 8, 8 calls at a time, answers spread over 0.2-0.55 s. Given one batch's keys
+    # as a worker's task is, the process goes on with every episode that waits, and as each
+    # call ends the next one starts: no request of the middle waves finds the endpoint idle
+    # (one batch at a time, the first call of each batch would find nothing in flight).
+    in_flight_at_arrival: list[int] = []
+
+    def delay(request: dict[str, Any]) -> float:
+        in_flight_at_arrival.append(stub.stats.in_flight)  # this request included
+        number = int(_episode_text(request).split("(")[-1].split(")")[0])
+        return 0.2 + 0.05 * (number % 8)
+
+    stub.app.delay = delay
+    store = _store(
+        database_url,
+        stub,
+        broker_url=REDIS_URL,
+        redis_url=REDIS_URL,
+        worker_batch=8,
+        llm_concurrency=8,
+    )
+    try:
+        ids = [f"e{n:02d}" for n in range(40)]
+        pipeline.ingest(
+            store,
+            [
+                episode(TEXT.format(n), "2026-06-01T09:00:00Z", f"s{n}", episode_id=episode_id)
+                for n, episode_id in enumerate(ids)
+            ],
+        )
+        outcomes = process_episodes(store, [(TENANT, ids[0])], more=True)
+        statuses = _statuses(store)
+    finally:
+        store.dispose()
+        flush_redis()  # the wake-ups nobody took
+    assert len(outcomes) == 40
+    assert statuses == {episode_id: "done" for episode_id in ids}
+    assert stub.stats.answered == 40
+    assert stub.stats.peak_in_flight == 8
+    assert min(in_flight_at_arrival[8:32]) >= 4, in_flight_at_arrival
+
+
+def test_the_feed_takes_only_episodes_waiting_for_their_first_attempt(
+    database_url: str, stub: Any
+) -> None:
+    store = _store(database_url, stub, broker_url=REDIS_URL, redis_url=REDIS_URL)
+    try:
+        pipeline.ingest(
+            store,
+            [
+                episode(TEXT.format(n), "2026-06-01T09:00:00Z", "s1", episode_id=f"e{n}")
+                for n in range(3)
+            ],
+        )
+        with store.begin() as unit:
+            retrying = unit.session.get(EpisodeRow, (TENANT, "e1"))
+            lost = unit.session.get(EpisodeRow, (TENANT, "e2"))
+            assert retrying is not None
+            assert lost is not None
+            retrying.attempts = 1  # a retryable failure, waiting out its backoff
+            lost.status, lost.attempts, lost.lease_until = "processing", 1, unit.clock()
+        with store.begin() as unit:
+            taken = claim_waiting(unit, 10)
+    finally:
+        store.dispose()
+        flush_redis()
+    assert [item.key for item in taken] == [(TENANT, "e0")]
+    assert taken[0].attempt == 1
 
 
 def test_the_lease_is_renewed_while_the_calls_are_out(database_url: str, stub: Any) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import create_engine, text
 
 import pipeline
 from pipeline.db.store import Store, open_store
@@ -186,3 +187,49 @@ def test_sgam_worker_serves_the_lanes_metrics_summed_over_its_processes(
     assert prompt == count(
         lane_url, "SELECT sum(CAST(usage->>'prompt_tokens' AS integer)) FROM episodes"
     )
+
+
+def _home_city(_request: dict[str, Any]) -> dict[str, Any]:
+    update = {"evidence": "my home city is Lisbon", "subject": "user-0", "attribute": "home_city"}
+    update |= {"current_value": None, "change": "new", "value": "Lisbon", "valid_from": None}
+    return {"updates": [update]}
+
+
+def test_a_worker_killed_between_the_answer_and_its_commit_leaves_the_spend_counted(
+    producer: Store, stub: Any, lane_url: str, tmp_path: Path
+) -> None:
+    # The answer writes a fact; the decision log is locked, so the worker's commit waits
+    # there, after the answer is in, until the worker is killed. Its spend must already be in
+    # the usage report, and the re-driven attempt is counted beside it, not instead of it.
+    stub.app.answer = _home_city
+    line = _lines(1)[0] | {"subject": "user-0", "text": "Hello, my home city is Lisbon."}
+    celery = _workers(lane_url, stub, tmp_path, SGAM_EPISODE_LEASE_S="10")
+    engine = create_engine(lane_url)
+    blocker = engine.connect()
+    try:
+        blocker.execute(text("LOCK TABLE events IN EXCLUSIVE MODE"))  # writes wait, reads pass
+        worker = celery.worker(concurrency=1)
+        pipeline.ingest(producer, [line])
+        spent = "SELECT count(*) FROM episodes WHERE usage->>'model' IS NOT NULL"
+        wait_for(lambda: count(lane_url, spent) == 1, 30, "the spend recorded", celery.logs)
+        time.sleep(1.0)  # the commit is waiting on the lock
+        celery.kill(worker)
+        blocker.rollback()
+        assert episode_counts(lane_url) == {"processing": 1}
+        (lost,) = pipeline.llm_usage(producer).rows
+        assert (lost.requests, lost.attempts) == (1, 1)
+        assert lost.prompt_tokens > 0
+
+        celery.worker(concurrency=1)
+        celery.beat()  # the sweeper gives the episode back once its lease runs out
+        wait_for(lambda: episode_counts(lane_url) == {"done": 1}, 60, "re-driven", celery.logs)
+    finally:
+        blocker.close()
+        engine.dispose()
+        celery.stop()
+    (both,) = pipeline.llm_usage(producer).rows
+    assert stub.stats.answered == 2
+    assert (both.requests, both.attempts) == (2, 2)
+    assert both.prompt_tokens == 2 * lost.prompt_tokens
+    assert count(lane_url, "SELECT count(*) FROM facts") == 1
+    assert count(lane_url, "SELECT lost_attempts FROM episodes") == 1

@@ -111,7 +111,13 @@ def get_facts(
     """With a single-valued `attribute` (and no `known_at`), the ETag names the key's state
     (`"0"`: nothing held), to send in If-Match. `include_quarantined` needs the reviewer
     role."""
-    found = operations.facts(
+    spec = store.catalog.attributes.get(attribute) if attribute is not None else None
+    single = spec is not None and spec.cardinality is Cardinality.ONE
+    if attribute is not None and single and known_at is None:
+        # The tag before the facts: a write in between makes the tag stale (a later PUT is
+        # 412), whereas a tag read after the facts could vouch for a write the caller never saw.
+        response.headers["ETag"] = etag(operations.read_tag(store, key, subject, attribute, named))
+    return operations.facts(
         store,
         key,
         subject,
@@ -121,11 +127,6 @@ def get_facts(
         known_at=known_at,
         include_quarantined=include_quarantined,
     )
-    spec = store.catalog.attributes.get(attribute) if attribute is not None else None
-    single = spec is not None and spec.cardinality is Cardinality.ONE
-    if attribute is not None and single and known_at is None:
-        response.headers["ETag"] = etag(operations.read_tag(store, key, subject, attribute, named))
-    return found
 
 
 @router.get(
