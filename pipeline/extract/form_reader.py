@@ -226,7 +226,9 @@ def _refusal(
     hedge = HEDGES.search(outside)
     near = " ".join(prefix.split()[-NEAR_WORDS:])
     if hedge is None:
-        hedge = WEAK_HEDGES.search(near) or _weak_hedge_in(span)
+        hedge = WEAK_HEDGES.search(near) or _weak_hedge_in(
+            span if form.leading else _NEW_PHRASE.split(span, maxsplit=1)[0]
+        )
     if hedge:
         return f"hedged or hypothetical ({hedge.group(0)!r})"
     ended = ENDED.search(clause)
