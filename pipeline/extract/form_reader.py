@@ -4,7 +4,10 @@ each reads, and which check refused the rest (what `sgam extract --explain` show
 A clause that hedges, wishes, plans, supposes or reports ("I think", "I want to", "if",
 "she says") states nothing, and a negation before the form denies it ("I don't live in
 Paris"); a form's own words may hold a negation ("I don't eat {value}"). "My wife and I live
-in Ohio" is not the subject's alone and yields nothing either.
+in Ohio" is not the subject's alone and yields no home (the partner it names is read). A
+clause that tells of an end ("I just divorced my wife", "I quit working at Google") states
+what no longer holds, and a taste said to hold for now ("I love murder mysteries right now")
+is a passing one.
 """
 
 from __future__ import annotations
@@ -223,7 +226,9 @@ def _refusal(
     hedge = HEDGES.search(outside)
     near = " ".join(prefix.split()[-NEAR_WORDS:])
     if hedge is None:
-        hedge = WEAK_HEDGES.search(near) or _weak_hedge_in(span)
+        hedge = WEAK_HEDGES.search(near) or _weak_hedge_in(
+            span if form.leading else _NEW_PHRASE.split(span, maxsplit=1)[0]
+        )
     if hedge:
         return f"hedged or hypothetical ({hedge.group(0)!r})"
     ended = ENDED.search(clause)

@@ -86,6 +86,8 @@ STATED = [
     ("I really enjoy personal activities where I can focus.", []),
     ("I love going to Disney World!", [("likes", "going to Disney World")]),
     ("I love cooking and would do it more often.", [("likes", "cooking")]),
+    ("I love coffee and try new ways to brew.", [("likes", "coffee")]),
+    ("I love to try to cook.", []),
     ("My wife and I just divorced.", []),
     ("Lost my job as a banker yesterday", []),
     ("This trilogy is one of my faves.", []),

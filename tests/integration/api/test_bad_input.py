@@ -406,6 +406,15 @@ CORPUS: list[tuple[str, str, str, dict[str, Any], int, str, str | None]] = [
         "invalid-input",
         "value",
     ),
+    (
+        "a value neither a status nor all",
+        "GET",
+        "/v1/candidates?status=bogus",
+        {},
+        422,
+        "invalid-input",
+        "status",
+    ),
     ("an unknown endpoint", "POST", "/v1/facts/../../admin", {}, 404, "not-found", None),
     (
         "a wrong method",
@@ -636,3 +645,16 @@ def test_a_promotes_if_match_of_0_is_refused_as_the_document_says(
     assert refused.status_code == 422, refused.text
     assert refused.json()["field"] == "If-Match"
     assert [fact["fact_id"] for fact in left] == [held_back["fact_id"]]
+
+
+def test_a_query_value_of_a_union_names_every_value_it_may_take(server: Server, keys: Keys) -> None:
+    with server.client(keys("reviewer")) as api:
+        answer = api.get("/v1/candidates", params={"status": "bogus"})
+
+    assert answer.status_code == 422
+    detail = answer.json()["detail"]
+    assert detail.startswith("status: "), detail
+    assert "'buffered'" in detail, detail
+    assert "'all'" in detail, detail
+    assert "str-enum" not in detail, detail
+    assert "literal" not in detail, detail
