@@ -81,7 +81,7 @@ def judge_and_store(
     if claim.trust is Trust.UNTRUSTED:
         fact = _quarantine(pending, state, claim)
         _Log(unit, claim, command).event(
-            EventKind.QUARANTINE, [claim.claim_id], "untrusted source: hidden until promoted"
+            EventKind.QUARANTINE, [claim.claim_id], "quarantined: hidden until a reviewer promotes it"
         )
         return PutResult(fact=fact, written=True, state=state_tag(state))
 
