@@ -38,7 +38,7 @@ from environment import describe, machine_load, use_support_catalog
 from figures import percentile
 from pipeline_flow import LOCOMO, latencies_ms, locomo_lines, open_store_migrated
 from scratch_databases import recreate
-from sqlalchemy import Engine, create_engine, func, select
+from sqlalchemy import Engine, create_engine, func, select, text
 
 import pipeline
 from pipeline.db.models import EpisodeRow
@@ -88,6 +88,40 @@ class Stub:
     def stop(self) -> None:
         self.process.terminate()
         self.process.wait(timeout=10)
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU of process `pid` (its threads included), 0 when it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def named_pids(name: str) -> list[int]:
+    """The processes whose command is `name` (e.g. redis-server)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if Path(f"/proc/{entry}/comm").read_text().strip() == name:
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def backend_cpu_s(engine: Engine) -> float:
+    """CPU of the PostgreSQL backends connected to the run's database (the worker's, the
+    intake's, the poller's: all opened during the run, so their whole CPU is the run's);
+    readable when the server runs on this machine, else 0."""
+    with engine.connect() as connection:
+        pids = connection.execute(
+            text("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
+        ).scalars()
+        return sum(process_cpu_s(int(pid)) for pid in pids)
 
 
 def group_cpu_s(pgid: int) -> float:
@@ -172,8 +206,14 @@ def lane_run(
             + ["--subprocesses", "--rate", "200", "--format", "speedscope", "-o", str(profile)],
             stdout=subprocess.DEVNULL,
         )
+    redis_pids = named_pids("redis-server")
     try:
         cpu_before = group_cpu_s(worker.pid)
+        others_before = (
+            process_cpu_s(stub.process.pid) if stub is not None else 0.0,
+            sum(process_cpu_s(pid) for pid in redis_pids),
+            time.process_time(),
+        )
         started = time.perf_counter()
         receipts = pipeline.ingest(store, lines).receipts
         assert {r.status for r in receipts} == {"queued"}
@@ -193,6 +233,12 @@ def lane_run(
             time.sleep(0.2)
         elapsed = time.perf_counter() - started
         cpu = group_cpu_s(worker.pid) - cpu_before
+        others = (
+            (process_cpu_s(stub.process.pid) if stub is not None else 0.0) - others_before[0],
+            sum(process_cpu_s(pid) for pid in redis_pids) - others_before[1],
+            time.process_time() - others_before[2],
+            backend_cpu_s(poller),
+        )
     finally:
         if spy is not None:
             spy.send_signal(signal.SIGINT)
@@ -210,6 +256,10 @@ def lane_run(
         "episodes/s": done / elapsed,
         "peak in flight": 0,
         "cpu ms/ep": cpu * 1000 / max(1, done),
+        "pg ms/ep": others[3] * 1000 / max(1, done),
+        "stub ms/ep": others[0] * 1000 / max(1, done),
+        "redis ms/ep": others[1] * 1000 / max(1, done),
+        "bench ms/ep": others[2] * 1000 / max(1, done),
         "p50 s": percentile(latency, 0.5) / 1000 if latency else 0.0,
         "p99 s": percentile(latency, 0.99) / 1000 if latency else 0.0,
         "429s": 0,
@@ -230,14 +280,15 @@ class Table(list[dict[str, Any]]):
     """The rows, each printed as soon as its run ends."""
 
     HEADER = ["episodes", "done", "failed", "episodes/s", "peak in flight", "cpu ms/ep"]
+    HEADER += ["pg ms/ep", "stub ms/ep", "redis ms/ep", "bench ms/ep"]
     HEADER += ["p50 s", "p99 s", "429s", "stub req/s", "re-queued"]
 
     def append(self, row: dict[str, Any]) -> None:
         if not self:
-            print(f"{'run':<26}" + "".join(f"{h:>15}" for h in self.HEADER), flush=True)
+            print(f"{'run':<26}" + "".join(f"{h:>12}" for h in self.HEADER), flush=True)
         super().append(row)
         cells = [
-            f"{row[h]:>15.2f}" if isinstance(row[h], float) else f"{row[h]:>15}"
+            f"{row[h]:>12.2f}" if isinstance(row[h], float) else f"{row[h]:>12}"
             for h in self.HEADER
         ]
         print(f"{row['run']:<26}" + "".join(cells), flush=True)
