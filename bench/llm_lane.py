@@ -3,14 +3,19 @@ two processes (`--concurrency 2`), the model extractor against the stub OpenAI-c
 server (bench/stub_llm.py, its own process, answering a valid empty extraction after a set
 latency), the policy stage and PostgreSQL.
 
-    .venv/bin/python bench/llm_lane.py [--episodes 2000] [--latencies 0 0.4 2]
-        [--slow 200] [--rpm-episodes 600] [--baseline REV --baseline-episodes 200]
+    .venv/bin/python bench/llm_lane.py [--episodes 5000] [--latencies 0 0.4 2]
+        [--slow 400] [--rpm-episodes 900] [--no-analyze] [--baseline REV]
 
 Per run: episodes/s end to end (first intake to last episode settled), the stub's peak of
 requests in flight, the worker's CPU per episode (every process of the worker, from
-/proc, between the first intake and the end), enqueue→done p50/p99 (`finished_at -
-received_at`), failed episodes and 429s. Then a run with a model answering after 20 s
-(`--slow` episodes, default settings: nothing may fail), and one with `SGAM_LLM_RPM=600`
+/proc, between the first intake and the end) and that of the PostgreSQL backends of the run's
+database, the stub, the Redis server (shared: everything it served meanwhile) and this
+process (the intake, the polling), enqueue→done p50/p99 (`finished_at - received_at`), failed
+episodes and 429s. The database is analysed once the first 500 episodes are in, as
+autovacuum would within its first minute (`--no-analyze`: not, and the planner guesses: on a
+table never analysed it picked indexes that read ~800 entries per update by key). Then a run
+with a model answering after 20 s (`--slow` episodes, default settings: nothing may fail), and
+one with `SGAM_LLM_RPM=600`
 against a stub that refuses past 600 a minute (the rate measured at the stub, and no 429 may
 reach an episode). `--baseline REV` measures the same runs for an older commit (a worktree of
 it under /tmp, its workers started from it) in the same session, for the figure beside
@@ -49,6 +54,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/sgam_bench_llm"
 DEFAULT_BROKER = "redis://127.0.0.1:6379/12"
 TICK = os.sysconf("SC_CLK_TCK")
+FIRST_CHUNK = 500  # episodes ingested before the database is analysed
 _GRACE = timedelta(seconds=120)  # past SGAM_SWEEP_GRACE_S and any lease of a stalled claim
 
 
@@ -188,6 +194,7 @@ def lane_run(
     settings: dict[str, str] | None = None,
     timeout_s: float = 1800,
     profile: Path | None = None,
+    analyze: bool = True,
 ) -> dict[str, Any]:
     """One run; `stub` None: the rules lane, the baseline the model lane's figures are read
     against. `profile`: py-spy samples the worker's processes into that file (speedscope)."""
@@ -203,7 +210,8 @@ def lane_run(
     if profile is not None:
         spy = subprocess.Popen(
             [str(Path(sys.executable).with_name("py-spy")), "record", "--pid", str(worker.pid)]
-            + ["--subprocesses", "--rate", "200", "--format", "speedscope", "-o", str(profile)],
+            + ["--subprocesses", "--gil", "--rate", "200", "--format", "speedscope"]
+            + ["-o", str(profile)],
             stdout=subprocess.DEVNULL,
         )
     redis_pids = named_pids("redis-server")
@@ -215,7 +223,12 @@ def lane_run(
             time.process_time(),
         )
         started = time.perf_counter()
-        receipts = pipeline.ingest(store, lines).receipts
+        receipts = pipeline.ingest(store, lines[:FIRST_CHUNK]).receipts
+        if analyze:  # what autovacuum does within its first minute of a new table
+            with poller.connect() as connection:
+                connection.execute(text("ANALYZE"))
+                connection.commit()
+        receipts += pipeline.ingest(store, lines[FIRST_CHUNK:]).receipts
         assert {r.status for r in receipts} == {"queued"}
         swept, progress = 0, (0, time.perf_counter())
         while True:
@@ -314,8 +327,13 @@ def main() -> None:
     parser.add_argument("--broker", default=DEFAULT_BROKER, help="Redis db: broker and budget")
     parser.add_argument("--episodes", type=int, default=5000, help="LoCoMo turns per run")
     parser.add_argument("--latencies", type=float, nargs="+", default=[0.0, 0.4, 2.0])
-    parser.add_argument("--slow", type=int, default=1000, help="episodes of the 20 s run (0: skip)")
-    parser.add_argument("--rpm-episodes", type=int, default=1200, help="of the RPM run (0: skip)")
+    parser.add_argument("--slow", type=int, default=400, help="episodes of the 20 s run (0: skip)")
+    parser.add_argument("--rpm-episodes", type=int, default=900, help="of the RPM run (0: skip)")
+    parser.add_argument(
+        "--no-analyze",
+        action="store_true",
+        help="leave the new database unanalysed (the planner then guesses its plans)",
+    )
     parser.add_argument("--no-rules", action="store_true", help="skip the rules lane's run")
     parser.add_argument("--baseline", help="a git revision to measure beside this checkout")
     parser.add_argument("--baseline-episodes", type=int, default=200)
@@ -351,6 +369,7 @@ def main() -> None:
                 broker=args.broker,
                 code=args.code,
                 profile=profile,
+                analyze=not args.no_analyze,
                 **options,
             )
         )
