@@ -6,10 +6,12 @@ STAMP  := $(VENV)/.installed-stamp
 
 .PHONY: demo test check lint typecheck services bench clean
 
+# PYTHONWARNINGS hides the notice setuptools prints on every editable install (a folder named
+# like a package may shadow it): here those folders are the packages.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
 ## Run the example on a fresh embedded SQLite store (./sgam-demo.sqlite3); then .venv/bin/sgam.

@@ -20,6 +20,9 @@ proxy; the same share is also given counting only candidates that restate none o
 speaker's facts labelled on earlier turns (`agg_persona_list`, by the same matching rule):
 "I'm a vegan, remember." is unlabelled because the fact was labelled before.
 
+Every count is also given per attribute and per form (`forms`: which catalogue form read the
+candidate, as `attribute: form`), so that a form whose family of sentences is weak shows.
+
 Splits: **dev** is session 1 and the first 250 episodes of session 2 (what the forms were tuned
 on); **held-out** is session 2's episodes 250-500, which were never read while tuning.
 """
@@ -37,6 +40,7 @@ from typing import Any
 from pipeline.catalog.loader import bundled_catalog
 from pipeline.extract import extract
 from pipeline.extract.forms import NUMBER_WORDS, word_set
+from pipeline.extract.rules import RulesExtractor
 from pipeline.settings import Settings
 from schemas.episodes import Episode
 from schemas.extraction import Candidate
@@ -211,6 +215,8 @@ def run(msc: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     settings = Settings(_env_file=None, catalog="personal")  # type: ignore[call-arg]
     per_split: dict[str, Counter[str]] = defaultdict(Counter)
     per_attribute: dict[str, Counter[str]] = defaultdict(Counter)
+    per_form: dict[str, Counter[str]] = defaultdict(Counter)
+    rules = RulesExtractor(catalog)
     found: list[dict[str, Any]] = []
     for turn in turns(msc):
         episode = Episode(
@@ -238,12 +244,15 @@ def run(msc: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
                     not any(matches(c, fact) for fact in turn["known"]) for c in kept
                 )
                 tally["candidates_on_unlabelled"] += len(kept)
+        forms = _forms(rules, episode) if kept else {}
         for candidate in kept:
             ok = bool(turn["gold"]) and matches(candidate, turn["gold"])
-            counts = per_attribute[candidate.attribute]
-            counts["candidates"] += 1
-            counts["on_labelled" if turn["gold"] else "on_unlabelled"] += 1
-            counts["matching"] += ok
+            form = forms.get((candidate.attribute, str(candidate.value).casefold()), BUILT_IN)
+            for counts in (per_attribute[candidate.attribute], per_form[form]):
+                counts["candidates"] += 1
+                counts["on_labelled" if turn["gold"] else "on_unlabelled"] += 1
+                counts["matching"] += ok
+                counts[f"matching_{turn['split']}"] += ok
             found.append(
                 {
                     "turn": turn["id"],
@@ -252,10 +261,30 @@ def run(msc: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
                     "gold": turn["gold"],
                     "attribute": candidate.attribute,
                     "value": candidate.value,
+                    "form": form,
                     "auto_match": ok,
                 }
             )
-    return {"splits": _ratios(per_split), "attributes": _attribute_table(per_attribute)}, found
+    figures = {
+        "splits": _ratios(per_split),
+        "attributes": _attribute_table(per_attribute),
+        "forms": _attribute_table(per_form),
+    }
+    return figures, found
+
+
+BUILT_IN = "(built-in: my X is Y, X: Y, a correction)"
+
+
+def _forms(rules: RulesExtractor, episode: Episode) -> dict[tuple[str, str], str]:
+    """Which catalogue form read each value of the episode, as `attribute: form`."""
+    out: dict[tuple[str, str], str] = {}
+    for reading in rules.explain(episode):
+        for hit in reading.hits:
+            for value in hit.values:
+                key = (hit.attribute, value.casefold())
+                out.setdefault(key, f"{hit.attribute}: {hit.form}")
+    return out
 
 
 def _ratios(per_split: dict[str, Counter[str]]) -> dict[str, dict[str, Any]]:

@@ -24,6 +24,7 @@ from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.episodes.dispatch import EpisodeKey
 from pipeline.episodes.drive import drive, sweep
+from pipeline.episodes.lane_metrics import observe_consolidation
 from pipeline.errors import InvalidInput
 from pipeline.ledger import events
 from pipeline.ledger.expire import expire
@@ -102,15 +103,17 @@ def consolidate(
     report.requeued = pending + stuck
     _done(step, "requeued")
     report.recorded = store.run(lambda unit: _record(unit, report, command.actor))
+    decisions = {
+        "promoted": report.promoted,
+        "expired_candidates": report.expired_candidates,
+        "expired_facts": report.expired_facts,
+    }
+    observe_consolidation(decisions)
     log.info(
         "consolidated",
         extra={
             "tenant": tenant,
-            "decisions": {
-                "promoted": report.promoted,
-                "expired_candidates": report.expired_candidates,
-                "expired_facts": report.expired_facts,
-            },
+            "decisions": decisions,
             "episodes": {"redriven": report.redriven, "requeued": report.requeued},
             "duration_ms": round((time.perf_counter() - started) * 1000, 3),
         },

@@ -34,4 +34,8 @@ def invalid_field(error: Mapping[str, Any], *, default_field: str = "input") -> 
         message = "is required"
     elif error["type"] == "extra_forbidden":
         message = "is not a known field"
+    elif error["type"] in ("too_long", "string_too_long") and isinstance(error.get("input"), str):
+        # Pydantic says "items" of a text whose length a constraint after its validator checks.
+        limit, given = error["ctx"]["max_length"], len(error["input"])
+        message = f"must be at most {limit:,} characters (got {given:,})"
     return InvalidInput(field, message)

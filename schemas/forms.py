@@ -13,7 +13,7 @@ A form is a short pattern such as `I (work|am working) (at|for) {value}`:
   `{phrase}` is a string value that keeps its prepositions and possessive object ("volunteer
   at the hospital", "walk my dog"), for activities; `{term}` is a value that must end in one
   of the attribute's `terms` (singular or plural, any case, up to two words before it: "high
-  school teacher");
+  school teacher"), read whole where the value starts ("a stay at home mom");
 - `{count}` is a number in digits or words, or `a`/`an`/`some`, that is read but not kept;
   `{change}` is a change verb (`changed`, `increased`, `raised`, `extended`, `adjusted`, `cut`,
   `moved`, `lowered`, `reduced`, `updated`, `switched`, `bumped`) with its auxiliaries.

@@ -110,24 +110,41 @@ class Authenticate:
         if cached is not None:
             return cached
         address = scope["client"][0] if scope.get("client") else "unknown"
-        fingerprint = _fingerprint(presented)
-        spent = False
-        try:
-            await self.limiter.check_address(address)
-        except RateLimited:
-            # The address guessed too many keys; a key accepted before is still looked up.
-            if not await self.limiter.known(fingerprint):
-                raise
-            spent = True
-        found = await anyio.to_thread.run_sync(authenticate, self.store, presented)
-        if isinstance(found, str):
-            if not spent:
-                await self.limiter.refused(address)
-            await self.limiter.disown(fingerprint)
-            raise Unauthorized(REFUSED[found])
-        await self.limiter.vouch(fingerprint)
+        found = await checked_key(self.store, self.limiter, presented, address)
         self.cache.put(presented, found)
         return found
+
+
+async def checked_key(store: Store, limiter: RateLimiter, presented: str, address: str) -> ApiKey:
+    """The key `presented` from `address`, looked up within the address's budget of refused
+    keys: RateLimited once it is spent (unless this key was accepted lately), Unauthorized for
+    a key refused, which is charged to the budget. The API's bearer keys and the review pages'
+    sign-in form share it, so neither is a way around the other's budget."""
+    fingerprint = _fingerprint(presented)
+    spent = False
+    try:
+        await limiter.check_address(address)
+    except RateLimited:
+        # The address guessed too many keys; a key accepted before is still looked up.
+        if not await limiter.known(fingerprint):
+            raise
+        spent = True
+    found = await anyio.to_thread.run_sync(authenticate, store, presented)
+    if isinstance(found, str):
+        if not spent:
+            await limiter.refused(address)
+        await limiter.disown(fingerprint)
+        raise KeyRefused(found)
+    await limiter.vouch(fingerprint)
+    return found
+
+
+class KeyRefused(Unauthorized):
+    """A key that was looked up and refused; `reason` is a key of REFUSED."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(REFUSED[reason])
+        self.reason = reason
 
 
 _bearer = HTTPBearer(auto_error=False, description="An API key: `sgam keys create`")

@@ -97,7 +97,7 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
         app.include_router(module.router)
     docs_pages.mount(app)  # /docs and /redoc, with nothing loaded from elsewhere
     agents, mcp_route = mcp_http.mount(app, store)  # MCP for agents, streamable HTTP at /mcp
-    app.mount("/ui", create_ui(store, settings))  # the review pages, errors as pages
+    app.mount("/ui", create_ui(store, settings, limiter))  # the review pages, errors as pages
     routes = [route for module in modules for route in module.router.routes] + [mcp_route]
     _handle_errors(app, routes)
     app.add_middleware(ReadBody, limit=settings.api_max_body_bytes)

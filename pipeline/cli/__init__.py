@@ -43,6 +43,7 @@ for command in (
     facts.history,
     imports.import_facts,
     lifecycle.promote,
+    lifecycle.dismiss,
     lifecycle.forget,
     lifecycle.expire,
     lifecycle.context,

@@ -1,4 +1,5 @@
-"""`sgam promote`, `forget`, `expire`, `context` and `log`: the lifecycle of what is stored."""
+"""`sgam promote`, `dismiss`, `forget`, `expire`, `context` and `log`: the lifecycle of what is
+stored."""
 
 from __future__ import annotations
 
@@ -29,6 +30,24 @@ def promote(fact_id: str, tenant: str, as_json: bool, **options: Any) -> None:
     fields = {"tenant_id": tenant, "fact_id": fact_id} | given_fields(options)
     with opened_store() as store:
         result = promote_fact(store, fields)
+    output.facts(result.fact, as_json)
+
+
+@click.command()
+@click.argument("fact_id")
+@click.option("--tenant", required=True, help="Tenant that owns the fact.")
+@click.option("--reason", help="Why, for the decision log (at most 500 characters).")
+@click.option("--expected-version", help="The fact's current version; a mismatch changes nothing.")
+@click.option("--idempotency-key", help="Repeat-safe request key.")
+@click.option("--actor", default="cli", show_default=True, help="Who dismisses (audit).")
+@json_output
+def dismiss(fact_id: str, tenant: str, as_json: bool, **options: Any) -> None:
+    """Refuse a quarantined fact: hidden for good, it can never be promoted."""
+    from pipeline.ledger.dismiss import dismiss as dismiss_fact
+
+    fields = {"tenant_id": tenant, "fact_id": fact_id} | given_fields(options)
+    with opened_store() as store:
+        result = dismiss_fact(store, fields)
     output.facts(result.fact, as_json)
 
 

@@ -97,7 +97,11 @@ def ingest(
         for start in range(0, len(valid), chunk_size):
             chunk = valid[start : start + chunk_size]
             stored = store.run(partial(_store_chunk, chunk=chunk))
-            receipts = _hand_over(store, stored, report, llm)
+            try:
+                receipts = _hand_over(store, stored, report, llm)
+            except BaseException:
+                _release(store, chunk, stored)
+                raise
             _keep_first_receipts(store, chunk, receipts)
             report.receipts += receipts
             if progress is not None:
@@ -197,18 +201,34 @@ def _store_chunk(unit: Unit, *, chunk: list[tuple[int, EpisodeIn]]) -> Stored:
     return stored
 
 
+def _release(store: Store, chunk: list[tuple[int, EpisodeIn]], stored: Stored) -> None:
+    """The chunk's processing failed: free its keys' reservations (they keep their episode
+    ids, no receipt), so a repeat is answered from what was stored at once. Should this fail
+    too, the reservations expire with the episodes' lease."""
+    try:
+        _keep_first_receipts(store, chunk, [receipt for receipt, _ in stored], answered=False)
+    except Exception:  # the original failure is what the caller must see
+        log.warning("idempotency reservations left to expire", extra={"episodes": len(chunk)})
+
+
 def _keep_first_receipts(
-    store: Store, chunk: list[tuple[int, EpisodeIn]], receipts: list[Receipt]
+    store: Store,
+    chunk: list[tuple[int, EpisodeIn]],
+    receipts: list[Receipt],
+    *,
+    answered: bool = True,
 ) -> None:
-    """Each keyed episode's key keeps the receipt its first intake answered, so a repeated
-    request can answer the same again (`first_receipts`). One statement for the chunk, and no
-    transaction at all when none of its episodes has a key."""
+    """Each keyed episode's key keeps the receipt its first intake answered (in place of its
+    reservation), so a repeated request can answer the same again (`first_receipts`); with
+    `answered` False, only its episode id. One statement for the chunk, and no transaction at
+    all when none of its episodes has a key."""
     keyed = {line: episode for line, episode in chunk if episode.idempotency_key is not None}
     kept = [
         {
             "tenant": episode.tenant_id,
             "idempotency": episode.idempotency_key,
-            "first": {"episode_id": receipt.episode_id, "receipt": receipt.model_dump(mode="json")},
+            "first": {"episode_id": receipt.episode_id}
+            | ({"receipt": receipt.model_dump(mode="json")} if answered else {}),
         }
         for receipt in receipts
         if (episode := keyed.get(receipt.line)) is not None

@@ -1,7 +1,8 @@
 """Prometheus counters of the extraction lane, kept by whichever process extracts (a worker's
 pool processes, or the process in inline mode or on the hot path): model requests by outcome,
 tokens by tenant, model latency; episodes processed by lane and outcome, the extraction's
-latency by extractor, and the policy's decisions by lane and action.
+latency by extractor, and the policy's decisions by lane and action (consolidation's
+promotions and expiries under the lane `consolidation`).
 
 In a worker started with `sgam worker --metrics-port`, PROMETHEUS_MULTIPROC_DIR is set before
 anything is imported, so every pool process writes its values to files there and the worker's
@@ -10,7 +11,7 @@ main process serves their sum (`workers.metrics`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from prometheus_client import Counter, Histogram
 
@@ -54,6 +55,8 @@ DECISIONS = Counter(
     "What the policy did with each candidate, by lane and action",
     ("lane", "action"),
 )
+# The decisions' lane of a consolidation run (the episodes' lanes are background and hot).
+CONSOLIDATION_LANE = "consolidation"
 COUNTERS = (REQUESTS, TOKENS, LATENCY, EPISODES, EXTRACTION, DECISIONS)
 
 
@@ -74,3 +77,10 @@ def observe_episode(lane: str, outcome: str, actions: Iterable[str] = ()) -> Non
     EPISODES.labels(lane, outcome).inc()
     for action in actions:
         DECISIONS.labels(lane, action).inc()
+
+
+def observe_consolidation(decisions: Mapping[str, int]) -> None:
+    """What one consolidation run decided, by action (promoted, expired_candidates,
+    expired_facts)."""
+    for action, count in decisions.items():
+        DECISIONS.labels(CONSOLIDATION_LANE, action).inc(count)

@@ -25,7 +25,10 @@ _QUESTION_START = (
 # After a comma, "which"/"who"/"where"/"when" start a relative clause, not a question.
 _ASKING_AFTER_COMMA = (
     r"(?:do|does|did|are|is|was|were|can|could|would|will|should|shall|have|has|had|am|what|why|"
-    r"how|any|anything|ever|isn't|aren't|don't|doesn't|didn't|won't|wouldn't|can't|haven't)\b"
+    r"how|any|anything|ever|isn't|aren't|don't|doesn't|didn't|won't|wouldn't|can't|haven't|"
+    # ... unless the verb comes first: "I hike in the mountains, where do you go?"
+    r"(?:which|who|where|when)\s+(?:do|does|did|are|is|was|were|can|could|would|will|have|has)"
+    r"\s+(?:you|u|they|we|he|she|it|your))\b"
 )
 _CLAUSE_BREAK = re.compile(
     r",?\s+(?:and|but|so|because|cause|plus|while|whereas|although|though|yet)\s+"

@@ -4,7 +4,10 @@ each reads, and which check refused the rest (what `sgam extract --explain` show
 A clause that hedges, wishes, plans, supposes or reports ("I think", "I want to", "if",
 "she says") states nothing, and a negation before the form denies it ("I don't live in
 Paris"); a form's own words may hold a negation ("I don't eat {value}"). "My wife and I live
-in Ohio" is not the subject's alone and yields nothing either.
+in Ohio" is not the subject's alone and yields no home (the partner it names is read). A
+clause that tells of an end ("I just divorced my wife", "I quit working at Google") states
+what no longer holds, and a taste said to hold for now ("I love murder mysteries right now")
+is a passing one.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ HEDGES = re.compile(
     r"wishes|hypothetically|pretend|pretending|unless|whether|when|whenever|once|until|maybe|"
     r"perhaps|probably|possibly|think|thought|guess|doubt|wonder|says|said|say|saying|claims|"
     r"claimed|heard|believes?|jk|kidding|someday|will|shall|used\s+to|told|tells|asked|ask|"
-    r"supposed|seems|sounds|feel\s+like)\b|\b\w+['’](?:d|ll)\b",
+    r"supposed|seems|sounds|feel\s+like|bet)\b|\b\w+['’](?:d|ll)\b",
     _FLAGS,
 )
 # These only suspend the statement they lead into ("I want to live in Paris", "I'm trying to
@@ -43,9 +46,28 @@ WEAK_HEDGES = re.compile(
     _FLAGS,
 )
 NEAR_WORDS = 4
+# A clause that tells of an end states what no longer holds: "I just divorced my wife", "my
+# ex wife", "my dog passed away", "I lost my job at the bank", "I quit working at Google".
+ENDED = re.compile(
+    r"\b(?:divorc\w*|separated|broke\s+up|split\s+up|passed\s+away|died|dies|widowed|ex|"
+    r"former|quit|quitting|lost\s+(?:my|our)|fired|laid\s+off|left\s+me)\b",
+    _FLAGS,
+)
+# A taste said to hold for now ("I love murder mysteries right now") is a passing one, not a
+# lasting preference: refused for attributes of the "preference" kind.
+PASSING = re.compile(
+    r"\b(?:right\s+now|at\s+the\s+moment|for\s+now|for\s+the\s+time\s+being|these\s+days|"
+    r"lately|nowadays|this\s+(?:week|weekend|month|morning|evening|afternoon)|today|tonight)\b",
+    _FLAGS,
+)
+PASSING_KIND = "preference"
 NEGATION = re.compile(
     r"\b(?:not|never|no\s+longer|no|nobody|neither|nor|none|cannot|dont|cant|wont|didnt|doesnt|"
     r"isnt|arent|wasnt|havent|hasnt|couldnt|wouldnt|shouldnt|aint)\b|\w['’]?n['’]t\b",
+    _FLAGS,
+)
+_NEW_PHRASE = re.compile(
+    r"(?:,\s*|\s+)(?:but|and|although|yet|plus|except|because|cause)\b|,\s*(?:so|though)\b",
     _FLAGS,
 )
 _SHARED_SUBJECT = re.compile(r"\b(?:and|&|with)\s*$", _FLAGS)
@@ -95,6 +117,10 @@ class FormReader:
         }
         self._always_probe = _probe([self.forms[n] for n in self._always])
         self._form_probes = [_probe([form]) for form in self.forms]
+        self._own_values = {
+            name: frozenset(value.casefold() for value in spec.values or [])
+            for name, spec in catalog.attributes.items()
+        }
 
     def may_match(self, text: str) -> bool:
         """Whether any form matches somewhere in `text`, clauses aside: a turn or a sentence
@@ -152,8 +178,15 @@ class FormReader:
             prefix = ""
         else:
             prefix = clause[: match.start()]
-            outside = prefix + " " + span
-        refused = _refusal(prefix, outside, span, form)
+            # What follows "but", "and", "because" is a phrase of its own: "I like to travel
+            # too, but only where my jeep will take me", "I love cooking and would do it more
+            # often" still state the liking.
+            outside = prefix + " " + _NEW_PHRASE.split(span, maxsplit=1)[0]
+        refused = _refusal(prefix, outside, span, form, self._own_values[form.attribute], clause)
+        if not refused and spec.kind == PASSING_KIND:
+            passing = PASSING.search(clause)
+            if passing:
+                refused = f"a passing taste ({passing.group(0)!r})"
         if refused:
             return FormHit(form.attribute, form.form, (), refused)
         values = _values(span, spec, form, typed_value)
@@ -166,23 +199,41 @@ def _values(
     span: str, spec: AttributeSpec, form: CompiledForm, typed_value: TypedValue
 ) -> list[str]:
     if spec.type is ValueType.STRING:
-        return string_values(span, spec, form.slot, leading=form.leading)
+        return string_values(span, spec, form.slot, leading=form.leading, inner=form.inner)
     if spec.type is ValueType.ENUM:
         return enum_values(span, spec)
     if spec.type is ValueType.NUMBER:
+        if form.inner and len(span.split()) > 1:
+            return []  # "my 8 grand kids" is no "my 8 kids"
         value = number_value(span, leading=form.leading)
     else:
         value = typed_value(span, spec)  # dates, datetimes, booleans: the rules' readers
     return [value] if value else []
 
 
-def _refusal(prefix: str, outside: str, span: str, form: CompiledForm) -> str:
+def _refusal(
+    prefix: str,
+    outside: str,
+    span: str,
+    form: CompiledForm,
+    own_values: frozenset[str],
+    clause: str,
+) -> str:
+    """Why the form's match states nothing, or ''. `outside` is the clause up to the value's
+    phrase: an end told anywhere in `clause` undoes the form ("my wife and I just divorced",
+    "lost my job as a banker"), unless it is one of `own_values`, the attribute's enum values
+    ("I recently got divorced" states a marital status, not the end of one)."""
     hedge = HEDGES.search(outside)
     near = " ".join(prefix.split()[-NEAR_WORDS:])
     if hedge is None:
-        hedge = WEAK_HEDGES.search(near) or WEAK_HEDGES.search(span)
+        hedge = WEAK_HEDGES.search(near) or _weak_hedge_in(
+            span if form.leading else _NEW_PHRASE.split(span, maxsplit=1)[0]
+        )
     if hedge:
         return f"hedged or hypothetical ({hedge.group(0)!r})"
+    ended = ENDED.search(clause)
+    if ended and ended.group(0).casefold() not in own_values:
+        return f"no longer so ({ended.group(0)!r})"
     # A first-person form owns its clause: any negation before it denies it. A noun phrase
     # ("a budget of {value}") is denied by a negation just before it, not by one that belongs
     # to another verb further back.
@@ -191,7 +242,7 @@ def _refusal(prefix: str, outside: str, span: str, form: CompiledForm) -> str:
         negation = NEGATION.search(span) if form.leading else NEGATION.match(span)
     if negation:
         return f"negated ({negation.group(0)!r})"
-    if _SHARED_SUBJECT.search(prefix):
+    if form.personal and _SHARED_SUBJECT.search(prefix):
         return "the subject is shared with someone else"
     last = prefix.rstrip()
     if last.endswith(('"', "“", "‘")) or prefix.count('"') % 2:
@@ -201,6 +252,15 @@ def _refusal(prefix: str, outside: str, span: str, form: CompiledForm) -> str:
         if word not in _MAY_PRECEDE:
             return f"inside another phrase (after {word!r})"
     return ""
+
+
+def _weak_hedge_in(span: str) -> re.Match[str] | None:
+    """A wish or plan inside the value's span; a value that is itself a going ("I love
+    going to Disney World", "I like going to the beach") plans nothing."""
+    for hedge in WEAK_HEDGES.finditer(span):
+        if not (hedge.start() == 0 and hedge.group(0).casefold().startswith("going")):
+            return hedge
+    return None
 
 
 def _probe(forms: list[CompiledForm]) -> re.Pattern[str]:

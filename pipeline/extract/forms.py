@@ -75,6 +75,26 @@ _SHORT_PHRASE_STOP = re.compile(_CLAUSE_STOP + _POSSESSIVES, _FLAGS)
 # After a cut, these show that the value's sense lay elsewhere in the conversation.
 _RELATIVE = re.compile(r"^\s*(?:that|who|which|where)\b", _FLAGS)
 _THERE = re.compile(r"^\s*there\b", _FLAGS)
+# "books like that", "things like these": the kind was shown earlier in the conversation.
+_THEIR_OWN = re.compile(r"^\s+(?:it|they|he|she|we|you)\b", _FLAGS)
+_COMPANION_TAIL = re.compile(r"^\s*(?:and|&)\s+(?:i|me)\s*$", _FLAGS)
+# Nouns that name a kind, not a thing: with a relative clause after them, the clause says which.
+_KINDS = word_set("activities activity things stuff places people kinds types sorts ones folks")
+_DEMONSTRATIVE_END = re.compile(r"\b(?:this|that|these|those)\s*$", _FLAGS)
+# "the smell and taste it adds", "the energy, diversity and food of this city": the value's
+# owner is a thing the conversation showed.
+_ITS_OWN = re.compile(
+    r"^(?:(?:,\s*(?:and\s+)?|\s+(?:and|&)\s+)[\w-]+(?:\s+[\w-]+)?){0,3}\s+(?:it(?!['’])|"
+    r"of\s+(?:this|these|those|that))\b",
+    _FLAGS,
+)
+_LIKE_THAT = re.compile(r"^\s+like\s+(?:that|this|those|these)\b", _FLAGS)
+# An object pronoun right after a one-word value: the value was a verb and its object was
+# said before ("I enjoy learning them", "I like to visit them").
+_PRONOUN_OBJECT = re.compile(r"^\s+(?:it|them|him|her|this|these|those)\b(?!['’])", _FLAGS)
+_PREPOSITION_WORDS = word_set(
+    "with as for from at in on near by to into about after before during until of over"
+)
 _ANAPHORIC_END = word_set("one ones it them")
 # An activity whose object is one of these names no activity: "sing anything", "do whatever".
 _VAGUE_OBJECTS = word_set(
@@ -85,7 +105,11 @@ _LIST_JOINT = re.compile(
     r"|\s+(?:and|or|&)\s+(?!(?:i|i'm|my|we|you|it|then|also)\b)",
     re.IGNORECASE,
 )
-_DANGLING = re.compile(r"(?:\s+(?:with|as|for|from|at|in|on|to|into|about|of|by))+$", _FLAGS)
+_DANGLING = re.compile(
+    r"(?:\s+(?:with|as|for|from|at|in|on|to|into|about|of|by|after|before|until|around|"
+    r"alongside|beside|behind|near|without|through|across|during|over|under))+$",
+    _FLAGS,
+)
 _DETERMINER = re.compile(r"^(?:a|an|the|some|any)\s+", _FLAGS)
 # Values that name nothing: pronouns, vague nouns, function words.
 _EMPTY_VALUE = word_set(
@@ -95,20 +119,25 @@ _EMPTY_VALUE = word_set(
     "how why when where something anything everything nothing someone anyone everyone nobody "
     "all both each other others more most less much many few well so very too not no yes ok "
     "okay sure just only also even still really too to of a an the and or but for with at in "
-    "on by from night nights day days work job is are was were has had little morning "
+    "on by from night nights day days week weeks month months year years work job is are was "
+    "were has had little morning "
     "evening afternoon mornings evenings weekends weekend shifts shift their theirs big huge "
     "great good new some any whatever"
 )
 _PARTICLES = word_set("up out on off over around back down away")
 _LIGHT_VERBS = word_set(
     "doing being having getting going spending playing making taking seeing trying using do "
-    "be have get go make take see try use watching reading living knowing play listening watch"
+    "be have get go make take see try use watching living knowing play listening watch "
+    "helping learning meeting finding keeping giving buying help come"
 )
 _GENERIC_PLACES = word_set(
     "town city village country countryside area place house apartment flat home suburb "
     "suburbs state states world farm neighborhood neighbourhood region island coast mountains "
-    "woods middle same big small nice new old little quiet"
+    "woods middle same"
 )
+# These make a place generic only with a generic place or alone ("a small town", "big"), not
+# in a name ("New York", "Little Rock", "Old Saybrook").
+_PLACE_ADJECTIVES = word_set("big small nice new old little quiet")
 # Words that follow "I'm" or "my name is" without being a name.
 _NOT_NAMES = word_set(
     "good fine great well ok okay doing tired happy sad new back here sorry glad excited so "
@@ -118,16 +147,21 @@ _NOT_NAMES = word_set(
     "afraid scared nervous worried late early alone single married retired hoping planning "
     "working living currently originally"
 )
+# A whole first word: "Amsterdam", "Anna" and "Thessaloniki" are names.
 _NAME_FIRST_BAD = re.compile(
-    r"^(?:a|an|the|this|that|my|your|his|her|our|their|its|some|any|every|no|one|\d)", _FLAGS
+    r"^(?:(?:a|an|the|this|that|my|your|his|her|our|their|its|some|any|every|no|one|several|"
+    r"many|few|most|all|both|each|other)(?![\w'’-])|\d)",
+    _FLAGS,
 )
 MAX_VALUE_WORDS = 6
 _SEP = r",?\s+"
-# After I / we, one adverb may stand in any form: "I also have two dogs", "I do love hiking".
+# After I / we, up to two adverbs may stand in any form: "I also have two dogs", "I do
+# sometimes like to drive".
 _SUBJECTS = frozenset({"i", "we", "i'm", "we're", "i've", "we've", "im"})
 _ADVERB = (
     r"(?:\s+(?:also|really|still|do|just|now|actually|currently|definitely|totally|absolutely|"
-    r"already|only|mostly|usually|honestly|truly|too|both|recently|finally|always|even))?"
+    r"already|only|mostly|usually|honestly|truly|too|both|recently|finally|always|even|"
+    r"sometimes|often|generally|personally|genuinely|seriously)){0,2}"
 )
 _NUMBER = re.compile(
     r"^(?:about\s+|around\s+|only\s+|almost\s+)?[$€£]?\s?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w.,]\d)"
@@ -150,6 +184,8 @@ class CompiledForm:
     leading value, what follows the value (a sentence holds clauses, so no anchor at its start)."""
     initials: frozenset[str]
     """The letters the probe's first word may start with; empty when it starts with a slot."""
+    inner: bool = False
+    """The value stands between the form's words ("my {term} is", "I have a {value} allergy")."""
 
 
 def compile_forms(catalog: Catalog) -> list[CompiledForm]:
@@ -180,6 +216,7 @@ def compile_forms(catalog: Catalog) -> list[CompiledForm]:
                     personal,
                     probe + r"(?![\w'])",
                     initials,
+                    inner=not leading and not _value_last(parts),
                 )
             )
     return compiled
@@ -224,21 +261,36 @@ def _part(part: Part, value_last: bool) -> str:
     return f"(?:{options})"
 
 
-def string_values(span: str, spec: AttributeSpec, slot: str, *, leading: bool) -> list[str]:
-    """The string value(s) a slot's span holds, or [] with none that reads as a value."""
+def string_values(
+    span: str, spec: AttributeSpec, slot: str, *, leading: bool, inner: bool = False
+) -> list[str]:
+    """The string value(s) a slot's span holds, or [] with none that reads as a value. An
+    inner value must reach the form's next words, but for one adverb ("my sister always
+    has") or the speaker ("my sister and I are"): "my older sister always complaining that
+    her kids have ..." is no "my sister has"."""
     if re.search(r"^(?:\S+\s+){0,5}?(?:you|your|yours)\b", span, _FLAGS):
         return []  # "I love the hair that you have": the listener's, not the speaker's
     listed = spec.cardinality == "many" and slot == "term"
     if listed:  # "Spanish and Portuguese": the list's joints must survive the cut
         span = _LIST_JOINT.sub("\x1f", span)
-    # "I love working with computers": a gerund keeps its prepositions, like a {phrase}.
-    gerund = not leading and bool(re.match(r"^\w{3,}ing\s+(?!(?:and|but|or)\b)", span))
+    if slot == "term" and not listed and not leading:
+        # "a stay at home mom", "nursing school to be a nurse": a listed term is read whole,
+        # before any cut at its own words.
+        term = _leading_term(span, spec.terms)
+        return [term] if term else []
+    # "I love working with computers", "going on camping trips": a gerund keeps its
+    # prepositions, like a {phrase}.
+    gerund = not leading and bool(re.match(r"^\w{2,}ing\s+(?!(?:and|but|or)\b)", span))
     activity = slot == "phrase" or gerund
     text = _cut(span, leading=leading, phrase=activity)
+    if inner and len(_COMPANION_TAIL.sub("", span[len(text) :]).split()) > 1:
+        return []
     if activity and len(text.split()) > MAX_VALUE_WORDS:  # "go hiking with my dogs for walks"
         text = _cut(span, leading=leading, phrase=activity, short=True)
-    if not leading and not listed and _context_bound(text, span[len(text) :]):
+    if not leading and not listed and _context_bound(text, span[len(text) :], activity=activity):
         return []
+    if leading and _DEMONSTRATIVE_END.search(span[: len(span) - len(text)]):
+        return []  # "this trilogy is one of my faves", "that event was": shown, not named
     items = text.split("\x1f") if listed else [text]
     values = []
     for item in items[:4]:
@@ -251,15 +303,29 @@ def string_values(span: str, spec: AttributeSpec, slot: str, *, leading: bool) -
                 value = ""
         elif activity:
             value = _DANGLING.sub("", value)
-        if value and _names_something(value, activity=activity) and value not in values:
+        if (
+            value
+            and _names_something(value, activity=activity, name=slot == "name")
+            and value not in values
+        ):
             values.append(value)
     return values
 
 
-def _context_bound(value: str, after: str) -> bool:
+def _context_bound(value: str, after: str, *, activity: bool = False) -> bool:
     """A value whose sense the conversation holds, not the value: "a house that's filled with
-    animals" cut before its relative clause, "the weather there"."""
+    animals" cut before its relative clause, "the weather there", "books like that", a verb
+    whose object is a pronoun ("learning them")."""
     if re.match(r"^(?:a|an)\s+\S+$", value, _FLAGS) and _RELATIVE.match(after):
+        return True
+    if _LIKE_THAT.match(after):
+        return True
+    if not activity and _RELATIVE.match(after) and value.casefold().split()[-1] in _KINDS:
+        return True  # "personal activities where I can focus", "people who ...": which ones?
+    if re.match(r"^the\s", value, _FLAGS) and (_THEIR_OWN.match(after) or _ITS_OWN.search(after)):
+        return True  # "the energy it brings", "the smell and taste it adds", "... of this city"
+    words = value.casefold().split()
+    if len(words) == 1 and words[0] not in _PREPOSITION_WORDS and _PRONOUN_OBJECT.match(after):
         return True
     return bool(re.match(r"^the\s", value, _FLAGS)) and bool(_THERE.match(after))
 
@@ -320,7 +386,7 @@ def _clean(item: str) -> str:
     return value if 0 < len(value.split()) <= MAX_VALUE_WORDS and len(value) <= 120 else ""
 
 
-def _names_something(value: str, *, activity: bool = False) -> bool:
+def _names_something(value: str, *, activity: bool = False, name: bool = False) -> bool:
     words = value.casefold().split()
     if len(words) == 1 and words[0] in _LIGHT_VERBS:
         return False  # "I love doing (it)": the object was a pronoun
@@ -330,6 +396,8 @@ def _names_something(value: str, *, activity: bool = False) -> bool:
         return False  # "I love learning new ones": what they are was said before
     if activity and len(words) > 1 and all(word in _VAGUE_OBJECTS for word in words[1:]):
         return False  # "I like to sing anything", "watch things": no object named
+    if name and len(words) > 1 and words[0] in _PLACE_ADJECTIVES:
+        words = words[1:]  # "new york", "little rock"
     return words[0] not in _EMPTY_VALUE and not all(word in _EMPTY_VALUE for word in words)
 
 
@@ -337,7 +405,16 @@ def _is_name(value: str) -> bool:
     if not value or _NAME_FIRST_BAD.match(value) or len(value.split()) > 4:
         return False
     words = value.casefold().split()
-    return not any(word in _GENERIC_PLACES or word in _NOT_NAMES for word in words)
+    if all(word in _PLACE_ADJECTIVES for word in words):
+        return False
+    not_names = _NOT_NAMES - _PLACE_ADJECTIVES if len(words) > 1 else _NOT_NAMES
+    return not any(word in not_names or _singular(word) in _GENERIC_PLACES for word in words)
+
+
+def _singular(word: str) -> str:
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
 
 
 def _term(value: str, terms: list[str]) -> str:
@@ -345,9 +422,44 @@ def _term(value: str, terms: list[str]) -> str:
     folded = value.casefold()
     for term in sorted(terms, key=len, reverse=True):
         match = re.search(rf"(?:^|\s){_plural(term.casefold())}$", folded)
-        if match and len(folded[: match.start()].split()) <= 2:
+        before = folded[: match.start()].split() if match else []
+        if match and len(before) <= 2 and not _FIGURATIVE & set(before):
             return value
     return ""
+
+
+# "I'm a great cook", "a terrible singer": a judgement of a skill, not an occupation.
+_JUDGING = word_set(
+    "good great bad terrible awful decent excellent amazing awesome big huge better best worse "
+    "worst pretty fine poor lousy natural born"
+)
+
+
+# "my fur babies" are pets, not children.
+_FIGURATIVE = word_set("fur furry")
+
+
+def _leading_term(span: str, terms: list[str]) -> str:
+    """The listed term at the start of `span`, after at most two words ("a retired school
+    teacher"), as the span spells it; '' when none. The reading that ends furthest wins
+    ("a marine vet" is a vet, not a marine)."""
+    text = _DETERMINER.sub("", span.strip(" .!,'\"/*~"))
+    folded = text.casefold()
+    best = 0
+    for term in terms:
+        match = re.match(
+            rf"^(?P<before>(?:[\w'-]+\s+){{0,2}}?){_plural(term.casefold())}(?![\w'-])", folded
+        )
+        if match is None or match.end() <= best:
+            continue
+        before = match["before"].split()
+        if (
+            not _STOP.search(" " + match["before"])
+            and not (_JUDGING | _FIGURATIVE) & set(before)
+            and not any(word.endswith(("'s", "’s")) for word in before)  # "my sister's husband"
+        ):
+            best = match.end()
+    return text[:best]
 
 
 def _plural(word: str) -> str:

@@ -20,6 +20,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pipeline.api.problems import ApiError, classify
+from pipeline.api.ratelimit import RateLimiter
 from pipeline.db.store import Store
 from pipeline.errors import SgamError
 from pipeline.settings import Settings
@@ -27,10 +28,11 @@ from pipeline.ui import render, review, subjects
 from pipeline.ui.sessions import CsrfRefused, SignedOut, Signer
 
 
-def create_ui(store: Store, settings: Settings) -> FastAPI:
+def create_ui(store: Store, settings: Settings, limiter: RateLimiter) -> FastAPI:
+    """`limiter`: the API's, whose budget of refused keys per address the sign-in form spends."""
     secret = settings.ui_session_secret
     ui = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
-    ui.state.store = store
+    ui.state.store, ui.state.limiter = store, limiter
     ui.state.signer = Signer(
         secret.get_secret_value().encode() if secret is not None else secrets.token_bytes(32),
         settings.ui_session_hours * 3600,
@@ -61,7 +63,11 @@ def _handle_errors(ui: FastAPI) -> None:
         key = None
         with contextlib.suppress(SignedOut):  # the page shows the nav when signed in
             key = render.signed_in(request)
-        return render.page(request, "error.html", key, status=status, title=title, detail=detail)
+        shown = render.page(request, "error.html", key, status=status, title=title, detail=detail)
+        retry_after = getattr(error, "retry_after", None)  # a spent budget (429), a busy store
+        if retry_after is not None:
+            shown.headers["Retry-After"] = str(retry_after)
+        return shown
 
     ui.add_exception_handler(SignedOut, signed_out)
     for kind in (CsrfRefused, HTTPException, SgamError, ApiError, Exception):

@@ -11,10 +11,10 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 import pipeline
-from pipeline.access.keys import authenticate
 from pipeline.api import operations
-from pipeline.api.access import bind
+from pipeline.api.access import KeyRefused, bind, checked_key
 from pipeline.api.conventions import identifier
+from pipeline.api.ratelimit import RateLimiter
 from pipeline.api.routes.owned import require_owned
 from pipeline.policy.explain import review_candidates
 from pipeline.ui import render, sessions
@@ -47,11 +47,16 @@ def sign_in_form(request: Request, refused: str | None = None) -> Response:
 
 @router.post("/sign-in")
 async def sign_in(request: Request) -> Response:
+    """A wrong key counts against the address's budget of refused keys, as on the API; once
+    it is spent the form is refused (429, Retry-After) before any key is looked up."""
     fields = await posted(request, signed_in=False)
     store = render.store_of(request)
-    found = await run_in_threadpool(authenticate, store, fields.get("api_key", "").strip())
-    if isinstance(found, str):
-        return render.back_to("/ui/sign-in", refused=found)
+    address = request.client.host if request.client is not None else "unknown"
+    limiter: RateLimiter = request.app.state.limiter
+    try:
+        found = await checked_key(store, limiter, fields.get("api_key", "").strip(), address)
+    except KeyRefused as refused:
+        return render.back_to("/ui/sign-in", refused=refused.reason)
     signer = render.signer_of(request)
     response = render.back_to("/ui/candidates" if found.allows("reviewer") else "/ui/subjects")
     sessions.set_cookie(

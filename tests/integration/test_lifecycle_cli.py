@@ -90,6 +90,33 @@ def test_quarantine_promote_forget_roundtrip(sgam: Callable[..., tuple[int, Any,
     assert (code, expired) == (0, {"expired": 0, "fact_ids": []})
 
 
+def test_a_dismissed_fact_is_hidden_for_good_and_logged_with_its_reason(
+    sgam: Callable[..., tuple[int, Any, str]],
+) -> None:
+    code, quarantined, _ = sgam(*PUT, "--value", "email", "--trust", "untrusted")
+    assert (code, quarantined["status"]) == (0, "quarantined")
+    fact_id = quarantined["fact_id"]
+
+    code, dismissed, _ = sgam("dismiss", fact_id, "--tenant", "acme", "--reason", "spam", "--json")
+    assert (code, dismissed["fact_id"], dismissed["value"]) == (0, fact_id, "email")
+
+    for again in (["dismiss", fact_id], ["promote", fact_id]):
+        code, out, err = sgam(*again, "--tenant", "acme")
+        assert (code, out) == (1, None)
+        assert err == f"sgam: NotFound: no fact {fact_id} in tenant acme\n"
+    assert sgam("get", "--tenant", "acme", "--subject", "mira", "--include-quarantined")[:2] == (
+        1,
+        [],
+    )
+    code, logged, _ = sgam("log", "--tenant", "acme", "--limit", "1", "--json")  # one line
+    assert code == 0
+    assert (logged["kind"], logged["reason"], logged["fact_ids"]) == (
+        "dismiss",
+        "spam",
+        [fact_id],
+    )
+
+
 @pytest.mark.parametrize(
     ("args", "option"),
     [
@@ -103,6 +130,11 @@ def test_quarantine_promote_forget_roundtrip(sgam: Callable[..., tuple[int, Any,
             "--expected-version",
         ),
         (["promote", "", "--tenant", "acme"], "--fact-id"),
+        (["dismiss", "some-id", "--tenant", "acme", "--reason", "x" * 501], "--reason"),
+        (
+            ["dismiss", "some-id", "--tenant", "acme", "--expected-version", "0"],
+            "--expected-version",
+        ),
         (["forget", "--tenant", "acme", "--subject", "  "], "--subject"),
         (["forget", "--tenant", "acme"], "--subject"),
         (

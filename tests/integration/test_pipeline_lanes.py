@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from prometheus_client import REGISTRY
 
 import pipeline
 from pipeline.db.models import EpisodeRow
@@ -112,9 +113,12 @@ def test_consolidation_promotes_what_became_eligible(tmp_path: Path) -> None:
     strict.dispose()
 
     relaxed = open_store(Settings(database_url=url))
+    counted = {"lane": "consolidation", "action": "promoted"}
+    before = REGISTRY.get_sample_value("sgam_decisions_total", counted) or 0
     try:
         report = pipeline.consolidate(relaxed, {})
         assert report.counts["promoted"] == 1
+        assert REGISTRY.get_sample_value("sgam_decisions_total", counted) == before + 1
         assert holds(relaxed, "answer_style") == "concise"
     finally:
         relaxed.dispose()

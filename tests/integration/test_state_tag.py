@@ -58,6 +58,26 @@ def test_a_stale_tag_is_refused_though_the_newer_fact_has_the_same_version(
     assert [fact.value for fact in pipeline.get(store, key | {"at": START})] == ["Paris"]
 
 
+def test_in_one_batch_a_tag_is_stale_once_an_earlier_command_wrote_the_key(
+    store: Store,
+) -> None:
+    """`put_many` (and `sgam import`'s `expected_state`) judge each command against the key
+    as the commands before it in the chunk left it."""
+    key = _key(f"tag-{uuid.uuid4()}")
+    tag = pipeline.state_tag(store, key)
+    commands = [
+        _put(key, city, f"2026-0{month}-01T00:00:00Z") | {"expected_state": tag}
+        for month, city in enumerate(["Oslo", "Bergen", "Tromso"], 1)
+    ]
+    outcomes = pipeline.put_many(store, commands)
+    assert [type(outcome).__name__ for outcome in outcomes] == [
+        "PutResult",
+        "VersionConflict",
+        "VersionConflict",
+    ]
+    assert [fact.value for fact in pipeline.history(store, key)] == ["Oslo"]
+
+
 def test_only_a_single_valued_key_has_a_tag(store: Store) -> None:
     tenant = f"tag-{uuid.uuid4()}"
     with pytest.raises(pipeline.InvalidInput, match="multi-valued"):

@@ -62,6 +62,52 @@ STATED = [
     # A value-first form is read in any sentence of a turn, not only the first.
     ("Long day. Knitting is my passion.", [("hobbies", "Knitting")]),
     ("My city is Paris. No, it's Lyon.", [("home_city", "Lyon")]),
+    # a home shared with someone is not the speaker's alone; the partner is theirs
+    ("My wife and I live in Ohio.", [("partner", "wife")]),
+    ("Jody Foster is one of my favorites!", [("likes", "Jody Foster")]),
+    # names that start like an article, or with New
+    ("I live in amsterdam so there are a lot of canals.", [("home_city", "amsterdam")]),
+    ("My name is Anna.", [("preferred_name", "Anna")]),
+    ("I live in new york.", [("home_city", "new york")]),
+    ("I live in a small town.", []),
+    ("I have been living in alaska for 3 yrs.", [("home_city", "alaska")]),
+    ("I'm a marine vet", [("job_title", "marine vet")]),
+    ("I watch movies a lot with my sister though.", [("family_members", "sister")]),
+    ("Sorry, just put my 2 kids to bed.", [("number_of_children", 2)]),
+    ("I have eight grand kids.", []),
+    ("I've been a dentist for 14 years here in town.", [("job_title", "dentist")]),
+    ("I've been married for 15 years.", [("marital_status", "married")]),
+    ("I'm more of a football guy", [("likes", "football")]),
+    ("My favorite is German chocolate cake.", [("likes", "German chocolate cake")]),
+    ("You can call me Alistar.", [("preferred_name", "Alistar")]),
+    ("Im a 40 year old single mom.", [("age", 40)]),
+    ("I'm a native Spanish speaker.", [("languages", "Spanish")]),
+    ("I'm diabetic.", [("health_conditions", "diabetic")]),
+    ("I really enjoy personal activities where I can focus.", []),
+    ("I love going to Disney World!", [("likes", "going to Disney World")]),
+    ("I love cooking and would do it more often.", [("likes", "cooking")]),
+    ("I love coffee and try new ways to brew.", [("likes", "coffee")]),
+    ("I love to try to cook.", []),
+    ("My wife and I just divorced.", []),
+    ("Lost my job as a banker yesterday", []),
+    ("This trilogy is one of my faves.", []),
+    ("Bali last year was one of my favs.", []),
+    ("I love the smell and taste it adds to dishes.", []),
+    ("I love the energy, diversity, and awesome food of this city.", []),
+    ("I love the color green cause it is nice.", [("likes", "color green")]),
+    ("I love to help, so just shoot me a question.", []),
+    ("I'm a total movie fan!", [("likes", "movie")]),
+    ("It is so hard to be away from my fur babies.", []),
+    (
+        "Sometimes my job as a software developer gets too stressful.",
+        [("job_title", "software developer")],
+    ),
+    ("I do sometimes like to drive my truck.", [("hobbies", "drive my truck")]),
+    # a statement before a question after a comma; a hedge after ", but" is its own phrase
+    ("I like to hike in the mountains, where do you go?", [("hobbies", "hike in the mountains")]),
+    ("I like to travel too, but only where my jeep will take me.", [("hobbies", "travel")]),
+    ("It is one of my favorite hobbies.", []),
+    ("Ill have to go check it out with my husband.", [("partner", "husband")]),
 ]
 
 
@@ -77,7 +123,10 @@ def test_a_value_stops_where_its_clause_ends() -> None:
         ("employer", "Google"),
         ("home_city", "Boston"),
     ]
-    assert kept("I live in Ohio with my husband, do you?") == [("home_city", "Ohio")]
+    assert kept("I live in Ohio with my husband, do you?") == [
+        ("home_city", "Ohio"),
+        ("partner", "husband"),
+    ]
 
 
 SPANS = [
@@ -98,6 +147,25 @@ SPANS = [
     ("I like to sing anything.", []),
     ("I love a house that's filled with animals.", []),
     ("I was born in San Paulo a very big city.", [("hometown", "San Paulo")]),
+    # "books like that", a verb whose object is a pronoun, "the X it ...": said elsewhere
+    ("I like motivational books like that.", []),
+    ("I enjoy learning them.", []),
+    ("I do like the energy it brings to the school!", []),
+    ("I love cooking for them.", [("likes", "cooking")]),
+    ("I love mediterranean food it's delicious.", [("likes", "mediterranean food")]),
+    # a listed term is read whole, with its own small words, and not after a judgement
+    (
+        "I'm currently a stay at home mom, so I hope it works for you.",
+        [("job_title", "stay at home mom")],
+    ),
+    ("I am in nursing school to be one like my mom.", [("education", "nursing school")]),
+    ("I'm a pretty good cook, too.", []),
+    # a short gerund keeps its prepositions; a bare activity is one
+    ("I enjoy going on camping trips.", [("likes", "going on camping trips")]),
+    ("I love reading.", [("likes", "reading")]),
+    # an inner value reaches the form's next words (an adverb or "and I" aside)
+    ("My older sister always complaining that her kids have no time.", []),
+    ("My sister and I are twins.", [("family_members", "sister")]),
 ]
 
 
@@ -119,11 +187,18 @@ NOT_STATED = [
     "I want to move to Berlin.",
     "I'd love to live in Paris.",
     "The zoo I work at is open today.",
-    "My wife and I live in Ohio.",
     "I love it.",
     "I like your style.",
     "Hey, I'm good, thanks!",
     "I can't say cooking is my passion.",
+    # a taste said to hold for now is a passing one
+    "I love murder mysteries right now",
+    "I've been enjoying playing some older classics lately.",
+    # what has ended no longer holds; someone else's partner is not the speaker's
+    "Hello, not good I just divorced my wife.",
+    "It sure is, my ex wife and I went three times.",
+    "My sister's husband is super excited about it.",
+    "I bet my wife didn't like snakes either.",
 ]
 
 

@@ -336,6 +336,9 @@ def test_messages_name_the_problem_a_user_made() -> None:
     with pytest.raises(InvalidInput) as long:
         parse(EpisodeIn, episode | {"occurred_at": "2026-06-01T10:00:00Z", "text": "x" * 20_001})
     assert str(long.value) == "text: must be at most 20,000 characters (got 20,001)"
+    with pytest.raises(InvalidInput) as reason:
+        parse(DismissFact, {"tenant_id": "t", "fact_id": "f", "actor": "a", "reason": "x" * 501})
+    assert str(reason.value) == "reason: must be at most 500 characters (got 501)"
 
 
 def test_a_dismissals_reason_refuses_nul_as_every_text_field_does() -> None:
