@@ -12,7 +12,7 @@ the body's size, type and encoding → the routes.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -108,6 +108,17 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     return app
 
 
+def _one_of(first: dict[str, Any], errors: Sequence[Any]) -> dict[str, Any]:
+    """A parameter of a union type (a status or "all") refused by each member: one error
+    naming every value it may take, not the first member's under its pydantic tag."""
+    members = [dict(e) for e in errors if tuple(e["loc"][:2]) == tuple(first["loc"][:2])]
+    expected = [str(e.get("ctx", {}).get("expected", "")) for e in members]
+    if len(members) < 2 or not all(expected):
+        return first
+    values = ", ".join(choice.replace(" or ", ", ") for choice in expected[:-1])
+    return first | {"msg": f"Input should be {values} or {expected[-1]}"}
+
+
 def _handle_errors(app: FastAPI, routes: list[BaseRoute]) -> None:
     async def typed(request: Request, error: Exception) -> Response:
         return problem_response(error, request.url.path)
@@ -122,6 +133,9 @@ def _handle_errors(app: FastAPI, routes: list[BaseRoute]) -> None:
         else:
             located = first["loc"][:1] in (("body",), ("query",), ("path",), ("header",))
             place = first["loc"][1:] if located else first["loc"]
+            if first["loc"][:1] in (("query",), ("path",), ("header",)) and len(place) > 1:
+                first = _one_of(first, error.errors())  # a union's members: one parameter
+                place = place[:1]
             refused = invalid_field(first | {"loc": place or ("body",)})
         return problem_response(refused, request.url.path)
 

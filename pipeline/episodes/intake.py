@@ -274,9 +274,15 @@ def _check_repeats(unit: Unit, episodes: list[EpisodeIn]) -> None:
     """IdempotencyConflict for a key used before for another request (another episode, or
     another endpoint's), or an episode id taken by another episode."""
     keyed = {(e.tenant_id, e.idempotency_key): e for e in episodes if e.idempotency_key}
-    for (_, key), seen in stored_keys(unit.session, keyed).items():
+    used = stored_keys(unit.session, keyed)
+    for (_, key), seen in used.items():
         check_repeat(vars(seen), _fingerprint(keyed[(seen.tenant_id, key)]), key)
-    named = [e for e in episodes if e.episode_id is not None and e.idempotency_key is None]
+    # A key not used before does not make a taken episode id this episode's.
+    named = [
+        e
+        for e in episodes
+        if e.episode_id is not None and (e.tenant_id, e.idempotency_key) not in used
+    ]
     for episode in named:
         row = unit.session.get(EpisodeRow, (episode.tenant_id, episode.episode_id))
         if row is not None:
@@ -313,7 +319,12 @@ def _stored_id(unit: Unit, episode: EpisodeIn, row: dict[str, Any]) -> str:
             EpisodeRow.idempotency_key == episode.idempotency_key,
         )
     )
-    return found if found is not None else str(row["episode_id"])
+    if found is not None:
+        return found
+    stored = unit.session.get(EpisodeRow, (row["tenant_id"], row["episode_id"]))
+    if stored is not None:  # the id was taken under another key (or none): the same episode?
+        _check_same(stored, episode)
+    return str(row["episode_id"])
 
 
 def _hand_over(

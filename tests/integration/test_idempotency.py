@@ -89,6 +89,20 @@ def test_a_put_key_used_on_the_hot_path_or_intake_is_a_conflict(store: Store) ->
         pipeline.put(store, FACT | {"idempotency_key": "rem-1"})
 
 
+def test_a_new_key_does_not_make_a_taken_episode_id_another_episodes(store: Store) -> None:
+    episode = {"tenant_id": "acme", "subject": "mira", "session_id": "s1", "episode_id": "ep-9"}
+    episode |= {"occurred_at": "2026-03-01T00:00:00Z", "text": "My home city is Utrecht."}
+    pipeline.ingest(store, episode)
+    counts = _counts(store)
+
+    with pytest.raises(IdempotencyConflict):
+        pipeline.ingest(store, episode | {"text": "My home city is Delft.", "idempotency_key": "k"})
+
+    assert _counts(store) == counts
+    again = pipeline.ingest(store, episode | {"idempotency_key": "k2"})
+    assert [receipt.status for receipt in again.receipts] == ["duplicate"]
+
+
 def test_key_reused_with_another_payload_is_refused(store: Store) -> None:
     pipeline.put(store, FACT)
     counts = _counts(store)

@@ -326,6 +326,15 @@ CORPUS: list[tuple[str, str, str, dict[str, Any], int, str, str | None]] = [
         "invalid-input",
         "purge",
     ),
+    (
+        "a value neither a status nor all",
+        "GET",
+        "/v1/candidates?status=bogus",
+        {},
+        422,
+        "invalid-input",
+        "status",
+    ),
     ("an unknown endpoint", "POST", "/v1/facts/../../admin", {}, 404, "not-found", None),
     (
         "a wrong method",
@@ -530,3 +539,16 @@ def test_a_wrong_method_is_405_naming_the_allowed_ones(
     assert answer.headers["Allow"] == allow
     assert answer.json()["type"] == "urn:sgam:problem:method-not-allowed"
     assert allow in answer.json()["detail"]
+
+
+def test_a_query_value_of_a_union_names_every_value_it_may_take(server: Server, keys: Keys) -> None:
+    with server.client(keys("reviewer")) as api:
+        answer = api.get("/v1/candidates", params={"status": "bogus"})
+
+    assert answer.status_code == 422
+    detail = answer.json()["detail"]
+    assert detail.startswith("status: "), detail
+    assert "'buffered'" in detail, detail
+    assert "'all'" in detail, detail
+    assert "str-enum" not in detail, detail
+    assert "literal" not in detail, detail

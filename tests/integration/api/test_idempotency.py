@@ -229,3 +229,31 @@ def test_the_openapi_document_names_the_replay_header_and_the_conflict(server: S
         responses = document["paths"][path][method]["responses"]
         assert REPLAYED in responses[status]["headers"], path
         assert "idempotency-conflict" in responses["409"]["description"], path
+
+
+def test_an_episode_id_taken_by_another_episode_is_a_conflict_under_a_new_key(
+    server: Server, keys: Keys, tenant: str
+) -> None:
+    """A key not used before does not make a taken id this episode's: another text under the
+    id is 409 whether the key comes in the header or the body, never a `duplicate` that drops
+    the new text."""
+    with server.client(keys("writer")) as api:
+        first = api.post("/v1/episodes", json=episode_body("my plan is pro", episode_id="ep-own"))
+        before = rows_of(server.database_url, tenant)
+        other = episode_body("my plan is basic", episode_id="ep-own")
+        in_header = api.post("/v1/episodes", json=other, headers=_key("fresh-1"))
+        in_body = api.post("/v1/episodes", json=other | {"idempotency_key": "fresh-2"})
+        in_batch = api.post("/v1/episodes", json=[other], headers=_key("fresh-3"))
+        same = api.post(
+            "/v1/episodes",
+            json=episode_body("my plan is pro", episode_id="ep-own"),
+            headers=_key("fresh-4"),
+        )
+
+    assert first.status_code in (200, 202)
+    assert _conflict(in_header) == (409, CONFLICT)
+    assert _conflict(in_body) == (409, CONFLICT)
+    assert _conflict(in_batch) == (409, CONFLICT)
+    assert same.status_code == 200, same.text  # the same episode again is a duplicate
+    assert same.json()["receipts"][0]["status"] == "duplicate"
+    assert rows_of(server.database_url, tenant) == before
