@@ -36,7 +36,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--url", default=os.environ.get("SGAM_BENCH_CPU_URL", DEFAULT_URL))
-    parser.add_argument("--broker", default=DEFAULT_BROKER.replace("/28", "/29"))
+    parser.add_argument("--broker", default=DEFAULT_BROKER)
     parser.add_argument("--episodes", type=int, default=1500)
     parser.add_argument("--latency", type=float, default=0.0, help="the stub's, in seconds")
     parser.add_argument("--locomo", type=Path, default=LOCOMO)

@@ -3,14 +3,19 @@ two processes (`--concurrency 2`), the model extractor against the stub OpenAI-c
 server (bench/stub_llm.py, its own process, answering a valid empty extraction after a set
 latency), the policy stage and PostgreSQL.
 
-    .venv/bin/python bench/llm_lane.py [--episodes 2000] [--latencies 0 0.4 2]
-        [--slow 200] [--rpm-episodes 600] [--baseline REV --baseline-episodes 200]
+    .venv/bin/python bench/llm_lane.py [--episodes 5000] [--latencies 0 0.4 2]
+        [--slow 400] [--rpm-episodes 900] [--no-analyze] [--baseline REV]
 
 Per run: episodes/s end to end (first intake to last episode settled), the stub's peak of
 requests in flight, the worker's CPU per episode (every process of the worker, from
-/proc, between the first intake and the end), enqueue→done p50/p99 (`finished_at -
-received_at`), failed episodes and 429s. Then a run with a model answering after 20 s
-(`--slow` episodes, default settings: nothing may fail), and one with `SGAM_LLM_RPM=600`
+/proc, between the first intake and the end) and that of the PostgreSQL backends of the run's
+database, the stub, the Redis server (shared: everything it served meanwhile) and this
+process (the intake, the polling), enqueue→done p50/p99 (`finished_at - received_at`), failed
+episodes and 429s. The database is analysed once the first 500 episodes are in, as
+autovacuum would within its first minute (`--no-analyze`: not, and the planner guesses: on a
+table never analysed it picked indexes that read ~800 entries per update by key). Then a run
+with a model answering after 20 s (`--slow` episodes, default settings: nothing may fail), and
+one with `SGAM_LLM_RPM=600`
 against a stub that refuses past 600 a minute (the rate measured at the stub, and no 429 may
 reach an episode). `--baseline REV` measures the same runs for an older commit (a worktree of
 it under /tmp, its workers started from it) in the same session, for the figure beside
@@ -38,7 +43,7 @@ from environment import describe, machine_load, use_support_catalog
 from figures import percentile
 from pipeline_flow import LOCOMO, latencies_ms, locomo_lines, open_store_migrated
 from scratch_databases import recreate
-from sqlalchemy import Engine, create_engine, func, select
+from sqlalchemy import Engine, create_engine, func, select, text
 
 import pipeline
 from pipeline.db.models import EpisodeRow
@@ -49,6 +54,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/sgam_bench_llm"
 DEFAULT_BROKER = "redis://127.0.0.1:6379/12"
 TICK = os.sysconf("SC_CLK_TCK")
+FIRST_CHUNK = 500  # episodes ingested before the database is analysed
 _GRACE = timedelta(seconds=120)  # past SGAM_SWEEP_GRACE_S and any lease of a stalled claim
 
 
@@ -88,6 +94,40 @@ class Stub:
     def stop(self) -> None:
         self.process.terminate()
         self.process.wait(timeout=10)
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU of process `pid` (its threads included), 0 when it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def named_pids(name: str) -> list[int]:
+    """The processes whose command is `name` (e.g. redis-server)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if Path(f"/proc/{entry}/comm").read_text().strip() == name:
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def backend_cpu_s(engine: Engine) -> float:
+    """CPU of the PostgreSQL backends connected to the run's database (the worker's, the
+    intake's, the poller's: all opened during the run, so their whole CPU is the run's);
+    readable when the server runs on this machine, else 0."""
+    with engine.connect() as connection:
+        pids = connection.execute(
+            text("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
+        ).scalars()
+        return sum(process_cpu_s(int(pid)) for pid in pids)
 
 
 def group_cpu_s(pgid: int) -> float:
@@ -154,6 +194,7 @@ def lane_run(
     settings: dict[str, str] | None = None,
     timeout_s: float = 1800,
     profile: Path | None = None,
+    analyze: bool = True,
 ) -> dict[str, Any]:
     """One run; `stub` None: the rules lane, the baseline the model lane's figures are read
     against. `profile`: py-spy samples the worker's processes into that file (speedscope)."""
@@ -169,13 +210,25 @@ def lane_run(
     if profile is not None:
         spy = subprocess.Popen(
             [str(Path(sys.executable).with_name("py-spy")), "record", "--pid", str(worker.pid)]
-            + ["--subprocesses", "--rate", "200", "--format", "speedscope", "-o", str(profile)],
+            + ["--subprocesses", "--gil", "--rate", "200", "--format", "speedscope"]
+            + ["-o", str(profile)],
             stdout=subprocess.DEVNULL,
         )
+    redis_pids = named_pids("redis-server")
     try:
         cpu_before = group_cpu_s(worker.pid)
+        others_before = (
+            process_cpu_s(stub.process.pid) if stub is not None else 0.0,
+            sum(process_cpu_s(pid) for pid in redis_pids),
+            time.process_time(),
+        )
         started = time.perf_counter()
-        receipts = pipeline.ingest(store, lines).receipts
+        receipts = pipeline.ingest(store, lines[:FIRST_CHUNK]).receipts
+        if analyze:  # what autovacuum does within its first minute of a new table
+            with poller.connect() as connection:
+                connection.execute(text("ANALYZE"))
+                connection.commit()
+        receipts += pipeline.ingest(store, lines[FIRST_CHUNK:]).receipts
         assert {r.status for r in receipts} == {"queued"}
         swept, progress = 0, (0, time.perf_counter())
         while True:
@@ -193,6 +246,12 @@ def lane_run(
             time.sleep(0.2)
         elapsed = time.perf_counter() - started
         cpu = group_cpu_s(worker.pid) - cpu_before
+        others = (
+            (process_cpu_s(stub.process.pid) if stub is not None else 0.0) - others_before[0],
+            sum(process_cpu_s(pid) for pid in redis_pids) - others_before[1],
+            time.process_time() - others_before[2],
+            backend_cpu_s(poller),
+        )
     finally:
         if spy is not None:
             spy.send_signal(signal.SIGINT)
@@ -210,6 +269,10 @@ def lane_run(
         "episodes/s": done / elapsed,
         "peak in flight": 0,
         "cpu ms/ep": cpu * 1000 / max(1, done),
+        "pg ms/ep": others[3] * 1000 / max(1, done),
+        "stub ms/ep": others[0] * 1000 / max(1, done),
+        "redis ms/ep": others[1] * 1000 / max(1, done),
+        "bench ms/ep": others[2] * 1000 / max(1, done),
         "p50 s": percentile(latency, 0.5) / 1000 if latency else 0.0,
         "p99 s": percentile(latency, 0.99) / 1000 if latency else 0.0,
         "429s": 0,
@@ -230,14 +293,15 @@ class Table(list[dict[str, Any]]):
     """The rows, each printed as soon as its run ends."""
 
     HEADER = ["episodes", "done", "failed", "episodes/s", "peak in flight", "cpu ms/ep"]
+    HEADER += ["pg ms/ep", "stub ms/ep", "redis ms/ep", "bench ms/ep"]
     HEADER += ["p50 s", "p99 s", "429s", "stub req/s", "re-queued"]
 
     def append(self, row: dict[str, Any]) -> None:
         if not self:
-            print(f"{'run':<26}" + "".join(f"{h:>15}" for h in self.HEADER), flush=True)
+            print(f"{'run':<26}" + "".join(f"{h:>12}" for h in self.HEADER), flush=True)
         super().append(row)
         cells = [
-            f"{row[h]:>15.2f}" if isinstance(row[h], float) else f"{row[h]:>15}"
+            f"{row[h]:>12.2f}" if isinstance(row[h], float) else f"{row[h]:>12}"
             for h in self.HEADER
         ]
         print(f"{row['run']:<26}" + "".join(cells), flush=True)
@@ -263,8 +327,13 @@ def main() -> None:
     parser.add_argument("--broker", default=DEFAULT_BROKER, help="Redis db: broker and budget")
     parser.add_argument("--episodes", type=int, default=5000, help="LoCoMo turns per run")
     parser.add_argument("--latencies", type=float, nargs="+", default=[0.0, 0.4, 2.0])
-    parser.add_argument("--slow", type=int, default=1000, help="episodes of the 20 s run (0: skip)")
-    parser.add_argument("--rpm-episodes", type=int, default=1200, help="of the RPM run (0: skip)")
+    parser.add_argument("--slow", type=int, default=400, help="episodes of the 20 s run (0: skip)")
+    parser.add_argument("--rpm-episodes", type=int, default=900, help="of the RPM run (0: skip)")
+    parser.add_argument(
+        "--no-analyze",
+        action="store_true",
+        help="leave the new database unanalysed (the planner then guesses its plans)",
+    )
     parser.add_argument("--no-rules", action="store_true", help="skip the rules lane's run")
     parser.add_argument("--baseline", help="a git revision to measure beside this checkout")
     parser.add_argument("--baseline-episodes", type=int, default=200)
@@ -300,6 +369,7 @@ def main() -> None:
                 broker=args.broker,
                 code=args.code,
                 profile=profile,
+                analyze=not args.no_analyze,
                 **options,
             )
         )

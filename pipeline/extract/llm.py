@@ -104,7 +104,7 @@ class LlmClient:
         mode = MODES[settings.llm_mode]
         self._patched = instructor.Instructor(
             client=client,
-            create=instructor.patch(create=_completions(client), mode=mode),
+            create=instructor.patch(create=_completions(client, self._http), mode=mode),
             mode=mode,
             provider=instructor.Provider.OPENAI,
         )
@@ -245,19 +245,52 @@ def _remember_async_validator_checks() -> None:
 _remember_async_validator_checks()
 
 
-def _completions(client: openai.OpenAI) -> Callable[..., ChatCompletion]:
-    """Chat completions with the body Instructor built, sent as it is: the SDK's own
-    `chat.completions.create` first walks the whole request (the messages, the tool's JSON
-    schema) through its type transforms to send the same JSON — a quarter of a call's CPU."""
+def _completions(client: openai.OpenAI, http: httpx2.Client) -> Callable[..., ChatCompletion]:
+    """Chat completions with the body Instructor built, posted straight through the HTTP
+    client. The OpenAI SDK's request path first walks the whole request (the messages, the
+    tool's JSON schema) through its type transforms, builds an options object it deep-copies
+    six times, parses the URL four times, and builds the answer field by field: more than a
+    third of an extraction's CPU, to send the same JSON and read the same answer. The errors
+    are the SDK's own (`failure` reads them): a timeout, a connection error, a status error
+    made by the SDK from the response."""
+    url = f"{str(client.base_url).rstrip('/')}/chat/completions"
+    headers = {"Authorization": f"Bearer {client.api_key}", "Accept": "application/json"}
+    headers["Content-Type"] = "application/json"
 
     def create(*, timeout: float | None = None, **body: Any) -> ChatCompletion:
-        if timeout is None:
-            return client.post("/chat/completions", body=body, cast_to=ChatCompletion)
-        return client.post(
-            "/chat/completions", body=body, cast_to=ChatCompletion, options={"timeout": timeout}
+        content = json.dumps(
+            body, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_jsonable
+        ).encode()
+        request = http.build_request(
+            "POST",
+            url,
+            content=content,
+            headers=headers,
+            timeout=timeout if timeout is not None else httpx2.USE_CLIENT_DEFAULT,
         )
+        try:
+            response = http.send(request)
+        except httpx2.TimeoutException as error:
+            raise openai.APITimeoutError(request=request) from error
+        except openai.OpenAIError:
+            raise
+        except Exception as error:
+            raise openai.APIConnectionError(request=request) from error
+        if response.is_error:
+            raise client._make_status_error_from_response(response) from None
+        answer = response.json()
+        try:
+            return ChatCompletion.model_validate(answer)
+        except ValidationError:  # a server's odd field: built without validation, as the SDK does
+            return ChatCompletion.construct(**answer)
 
     return create
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", exclude_unset=True)
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
 @lru_cache(maxsize=64)
