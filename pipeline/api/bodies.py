@@ -6,12 +6,13 @@ in one URL path segment so that whatever is written can be read back at /v1/subj
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model, model_validator
 
 from pipeline.access.keys import NewKey
-from pipeline.hot_path import RememberIn
+from pipeline.hot_path import RememberIn, one_time_name
 from schemas.commands import PutFact
 from schemas.fields import Identifier, IdentifierSchema
 from schemas.intake import EpisodeIn
@@ -27,7 +28,11 @@ Subject = Annotated[Identifier, AfterValidator(one_segment), IdentifierSchema(se
 
 
 def body_of(
-    command: type[BaseModel], name: str, *, without: tuple[str, ...] = ("actor",)
+    command: type[BaseModel],
+    name: str,
+    *,
+    without: tuple[str, ...] = ("actor",),
+    checks: tuple[Callable[[Any], Any], ...] = (),
 ) -> type[BaseModel]:
     """`command`'s fields as a request body: tenant_id optional, `without` left out, subject
     restricted to one path segment. The pipeline validates the command again in full."""
@@ -55,10 +60,13 @@ def body_of(
             if info.default_factory is not None
             else Field(default=default, **options),
         )
+    # The command's checks of the body as a whole (a field given under both its names).
+    whole: dict[str, Any] = {f"_{c.__name__}": model_validator(mode="before")(c) for c in checks}
     return create_model(
         name,
         __config__=ConfigDict(frozen=True, extra="forbid"),
         __doc__=command.__doc__,
+        __validators__=whole,
         **fields,
     )
 
@@ -70,7 +78,7 @@ if TYPE_CHECKING:  # generated classes: to the type checker, models like any oth
     KeyBody = BaseModel
 else:
     EpisodeBody = body_of(EpisodeIn, "EpisodeBody")
-    RememberBody = body_of(RememberIn, "RememberBody")
+    RememberBody = body_of(RememberIn, "RememberBody", checks=(one_time_name,))
     # The expected version travels in If-Match, as HTTP says.
     PutBody = body_of(PutFact, "PutBody", without=("actor", "expected_version", "expected_state"))
     KeyBody = body_of(NewKey, "KeyBody")
