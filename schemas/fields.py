@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import re
@@ -41,15 +42,18 @@ def _utf8(text: str) -> str:
 
 def _identifier(text: str) -> str:
     """Identifiers are compared exactly (case-sensitive) in Unicode NFC, so that a composed and
-    a decomposed "José" name the same subject."""
+    a decomposed "José" name the same subject. The length limit holds as sent and in NFC (the
+    form stored and read back): NFC shortens a decomposed name and lengthens a few characters
+    (U+0958 is two), and a name must fit either way."""
     _utf8(text)
+    sent = len(text)
     text = unicodedata.normalize("NFC", text)
     if not text.strip():
         raise ValueError("must not be empty")
     if text != text.strip():
         raise ValueError("must not start or end with whitespace")
-    if len(text) > MAX_ID_LENGTH:
-        raise ValueError(f"must be at most {MAX_ID_LENGTH} characters")
+    if max(sent, len(text)) > MAX_ID_LENGTH:
+        raise ValueError(f"must be at most {MAX_ID_LENGTH} characters, as sent and in NFC")
     if _FORBIDDEN.search(text):
         raise ValueError("must not contain control characters or bidirectional overrides")
     if all(_invisible(character) for character in text):
@@ -97,9 +101,16 @@ def _span(first: int, last: int) -> str:
     return chr(first) if first == last else f"{chr(first)}-{chr(last)}"
 
 
+# What JSON Schema cannot say of an identifier, in its description: the length in NFC.
+IDENTIFIER_RULE = (
+    f"at most {MAX_ID_LENGTH} characters as sent and in Unicode NFC (the form it is stored in)"
+)
+
+
 class IdentifierSchema:
     """An identifier's JSON Schema: a string of 1 to MAX_ID_LENGTH characters matching
-    `identifier_pattern`. Computed when a document is built, not at import."""
+    `identifier_pattern`, with the NFC rule in `x-nfc-max-length` and in words (a field's own
+    description comes first). Computed when a document is built, not at import."""
 
     def __init__(self, *, segment: bool = False) -> None:
         self.segment = segment
@@ -111,17 +122,53 @@ class IdentifierSchema:
         schema.update(
             minLength=1, maxLength=MAX_ID_LENGTH, pattern=identifier_pattern(segment=self.segment)
         )
+        schema["x-nfc-max-length"] = MAX_ID_LENGTH
+        schema.setdefault("description", IDENTIFIER_RULE)
         return schema
 
 
-# What `to_utc` reads, as the OpenAPI document says it: RFC 3339 with an offset. The first and
-# last day of the calendar are left out, where an offset can carry the instant past year 1 or
-# 9999 once converted to UTC (refused); a date alone (its start in UTC) is read too.
+# A timestamp as the HTTP service reads it, and as its OpenAPI document says it: RFC 3339 with
+# an offset (`T` and `Z` upper-case, seconds required, no leap second). The first and last day
+# of the calendar are left out, where an offset can carry the instant past year 1 or 9999 once
+# converted to UTC (refused). `to_utc` reads more (a space for `T`, padding, ISO 8601's other
+# forms): the CLI and Python API take those; HTTP takes only what its document says.
+RFC3339 = (
+    r"(?!0000-|0001-01-01T|9999-12-31T)[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])"
+    r"T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]+)?"
+    r"(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
+)
+# A date alone, read as its start in UTC where a timestamp may be one (not an episode's time).
+RFC3339_DATE = r"(?!0000-)[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])"
 TIMESTAMP_SCHEMA: dict[str, Any] = {
     "type": "string",
     "format": "date-time",
-    "pattern": "^(?!0001-01-01T|9999-12-31T)",
+    "pattern": f"^{RFC3339}{END}",
 }
+DATE_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "format": "date",
+    "pattern": f"^{RFC3339_DATE}{END}",
+}
+# Where a date alone is read too (its start in UTC): every timestamp but an episode's.
+TIMESTAMP_OR_DATE_SCHEMA: dict[str, Any] = {
+    "anyOf": [TIMESTAMP_SCHEMA, DATE_SCHEMA],
+    "description": "RFC 3339 with an offset (e.g. 2026-06-03T10:00:00Z), or a date alone "
+    "(its start in UTC)",
+}
+
+
+def as_sent_timestamp(value: object, *, date_alone: bool) -> object:
+    """`value` if it is a timestamp in the form the HTTP document states (any other text is
+    refused, though `to_utc` would read it); non-text is left to the field's own validator."""
+    if not isinstance(value, str):
+        return value
+    if re.fullmatch(RFC3339, value) or (date_alone and re.fullmatch(RFC3339_DATE, value)):
+        return value
+    alone = " or a date alone (YYYY-MM-DD)" if date_alone else ""
+    raise ValueError(
+        f"{value[:40]!r} is not an RFC 3339 timestamp with an offset "
+        f"(e.g. 2026-06-03T10:00:00Z){alone}"
+    )
 
 
 class Described:
@@ -141,14 +188,19 @@ class Described:
 
 
 class TimestampSchema:
-    """A timestamp's JSON Schema in the OpenAPI document: TIMESTAMP_SCHEMA."""
+    """A timestamp's JSON Schema in the OpenAPI document: TIMESTAMP_SCHEMA, or with
+    `date_alone` TIMESTAMP_OR_DATE_SCHEMA. The HTTP bodies check the form as sent
+    (`as_sent_timestamp`, pipeline/api/bodies.py)."""
+
+    def __init__(self, *, date_alone: bool = False) -> None:
+        self.date_alone = date_alone
 
     def __get_pydantic_json_schema__(
         self, core_schema: CoreSchema, handler: GetJsonSchemaHandler
     ) -> JsonSchemaValue:
         if handler.mode == "serialization":  # what the server sends: RFC 3339, any instant
             return {"type": "string", "format": "date-time"}
-        return dict(TIMESTAMP_SCHEMA)
+        return copy.deepcopy(TIMESTAMP_OR_DATE_SCHEMA if self.date_alone else TIMESTAMP_SCHEMA)
 
 
 def _text(text: str) -> str:
@@ -256,7 +308,7 @@ def _json_text(text: str) -> None:
 
 Identifier = Annotated[str, AfterValidator(_identifier), IdentifierSchema()]
 Text = Annotated[str, AfterValidator(_text), Described(pattern=rf"^[^\x00]*{END}")]
-UtcDatetime = Annotated[datetime, BeforeValidator(to_utc), TimestampSchema()]
+UtcDatetime = Annotated[datetime, BeforeValidator(to_utc), TimestampSchema(date_alone=True)]
 # An instant as the decision log stores it: RFC 3339 UTC with Z in JSON, aware UTC in Python.
 UtcInstant = Annotated[
     datetime, BeforeValidator(to_utc), PlainSerializer(format_utc, when_used="json")

@@ -89,6 +89,8 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
         # FastAPI's own spans record the request's path and query (subjects, search words):
         # SGAM traces requests itself (`traces.Trace`), and no FastAPI telemetry is wanted.
         telemetry={"tracing": False, "metrics": False, "logs": False},
+        # An operation's id is its handler's name (put_fact), which the document's links name.
+        generate_unique_id_function=lambda route: route.name,
     )
     app.state.store, app.state.limiter, app.state.metrics = store, limiter, metrics
     app.state.key_cache = cache

@@ -3,21 +3,24 @@ ETags, and identifiers in the path and query."""
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Annotated, Any
 
+from annotated_types import Interval
 from fastapi import Depends, Header, Query, Request, Response
-from pydantic import TypeAdapter, ValidationError, WithJsonSchema
+from pydantic import AfterValidator, BeforeValidator, TypeAdapter, ValidationError, WithJsonSchema
 
 from pipeline.api.bodies import Subject
 from pipeline.db.store import Store
 from pipeline.errors import InvalidInput
 from pipeline.validation import invalid_field
-from schemas.fields import TIMESTAMP_SCHEMA, Identifier, Text
+from schemas.fields import TIMESTAMP_OR_DATE_SCHEMA, Identifier, Text, as_sent_timestamp
 
 _IDENTIFIER: TypeAdapter[str] = TypeAdapter(Identifier)
 _SUBJECT: TypeAdapter[str] = TypeAdapter(Subject)
-_VERSION = re.compile(r'"(\d{1,18})"|(\d{1,18})')
+# A quarantined fact's version, from 1 (promote's If-Match).
+_VERSION = re.compile(r'"([1-9]\d{0,17})"|([1-9]\d{0,17})')
 _STATE = re.compile(r'"([0-9a-f]{1,64})"')
 
 
@@ -36,11 +39,41 @@ IfMatchHeader = Annotated[
 IfMatchVersion = Annotated[
     str | None, Header(alias="If-Match", json_schema_extra={"pattern": f"^(?:{_VERSION.pattern})$"})
 ]
-# Query parameters, typed as the pipeline's queries check them, so the document says so.
+_INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
+
+
+def _flag(value: object) -> object:
+    """A boolean in the query as the document states it: `true` or `false`, nothing else
+    (pydantic would also read yes/on/1/t...)."""
+    if isinstance(value, str) and value not in ("true", "false"):
+        raise ValueError("must be true or false")
+    return value
+
+
+def _integer(value: object) -> object:
+    """An integer in the query as JSON writes it (pydantic would also read " 5", "+5", "05",
+    "5.0" and "1_000")."""
+    if isinstance(value, str) and _INTEGER.fullmatch(value) is None:
+        raise ValueError("must be an integer written in decimal digits, e.g. 100")
+    return value
+
+
+# Query parameters, typed as the pipeline's queries check them and read only in the forms the
+# document states (a timestamp as RFC 3339 or a date alone, a flag as true/false, an integer in
+# digits), so the document says what is read.
 IdQuery = Annotated[Identifier | None, Query()]
 TextQuery = Annotated[Text | None, Query()]
-TimeQuery = Annotated[Annotated[str, WithJsonSchema(TIMESTAMP_SCHEMA)] | None, Query()]
-Limit = Annotated[int, Query(ge=1, le=100_000)]  # every list query's bounds
+_Instant = Annotated[
+    str,
+    AfterValidator(functools.partial(as_sent_timestamp, date_alone=True)),
+    WithJsonSchema(TIMESTAMP_OR_DATE_SCHEMA),
+]
+TimeQuery = Annotated[_Instant | None, Query()]
+Flag = Annotated[bool, BeforeValidator(_flag), Query()]
+# An integer query parameter in digits: the bounds inside the validator (Query(ge=...) on a
+# validated type reaches the document as an unknown "ge" keyword).
+DIGITS = BeforeValidator(_integer)
+Limit = Annotated[Annotated[int, Interval(ge=1, le=100_000)], DIGITS, Query()]  # list bounds
 
 
 def identifier(name: str, value: str, *, subject: bool = False) -> str:
@@ -68,12 +101,12 @@ def idempotency_key(header: str | None, body: dict[str, Any]) -> dict[str, Any]:
 
 
 def expected_version(if_match: str | None) -> int | None:
-    """If-Match carries the version the caller read (the fact's ETag); 0 means none held."""
+    """If-Match carries the version of the quarantined fact the caller read (its ETag)."""
     if if_match is None:
         return None
     found = _VERSION.fullmatch(if_match.strip())
     if found is None:
-        raise InvalidInput("If-Match", 'must be one ETag of a fact, e.g. "3" ("0": none held)')
+        raise InvalidInput("If-Match", 'must be one ETag of a quarantined fact, e.g. "3"')
     return int(found.group(1) or found.group(2))
 
 

@@ -14,6 +14,8 @@ from pipeline.api import catalog_schema
 from pipeline.api.answers import Problem
 from pipeline.api.bodies import EpisodeBody
 from pipeline.api.problems import PROBLEM_JSON, PROBLEMS, TYPE_PREFIX
+from schemas.fields import MAX_JSON_DEPTH
+from schemas.intake import MAX_METADATA_BYTES
 
 # The problems any /v1 operation may answer, besides its own success.
 COMMON = {
@@ -81,6 +83,149 @@ def _absent_not_null(document: dict[str, Any]) -> None:
                     }
 
 
+# OpenAPI links: where an answer names something another operation takes (a fact's id, an
+# episode's, a candidate's, a subject just written or forgotten), so that a client, or a
+# generator chaining calls, reaches real ids. (source operation, statuses, link name, target
+# operation, parameters.) A list's link names its first item.
+_FACTS, _HISTORY, _CONTEXT = "get_facts", "get_history", "get_context"
+LINKS: tuple[tuple[str, tuple[str, ...], str, str, dict[str, str]], ...] = (
+    (
+        "put_fact",
+        ("200", "201"),
+        "ReadFacts",
+        _FACTS,
+        {"path.subject": "$request.body#/subject", "query.attribute": "$request.body#/attribute"},
+    ),
+    (
+        "put_fact",
+        ("200", "201"),
+        "ReadHistory",
+        _HISTORY,
+        {"path.subject": "$request.body#/subject", "path.attribute": "$request.body#/attribute"},
+    ),
+    (
+        "put_fact",
+        ("200", "201"),
+        "Promote",
+        "promote_fact",
+        {"path.fact_id": "$response.body#/fact/fact_id"},
+    ),
+    (
+        "put_fact",
+        ("200", "201"),
+        "Dismiss",
+        "dismiss_fact",
+        {"path.fact_id": "$response.body#/fact/fact_id"},
+    ),
+    ("remember", ("200",), "ReadFacts", _FACTS, {"path.subject": "$request.body#/subject"}),
+    (
+        "remember",
+        ("200",),
+        "ShowEpisode",
+        "get_episode",
+        {"path.episode_id": "$response.body#/episode_id"},
+    ),
+    (
+        "post_episodes",
+        ("200", "202"),
+        "ShowEpisode",
+        "get_episode",
+        {"path.episode_id": "$response.body#/receipts/0/episode_id"},
+    ),
+    (
+        "post_episodes",
+        ("200", "202"),
+        "Retry",
+        "retry_episode",
+        {"path.episode_id": "$response.body#/receipts/0/episode_id"},
+    ),
+    (
+        "list_episodes",
+        ("200",),
+        "ShowEpisode",
+        "get_episode",
+        {"path.episode_id": "$response.body#/0/episode_id"},
+    ),
+    (
+        "list_episodes",
+        ("200",),
+        "Retry",
+        "retry_episode",
+        {"path.episode_id": "$response.body#/0/episode_id"},
+    ),
+    (
+        "list_candidates",
+        ("200",),
+        "Confirm",
+        "confirm",
+        {"path.candidate_id": "$response.body#/0/candidate_id"},
+    ),
+    (
+        "list_candidates",
+        ("200",),
+        "Reject",
+        "reject",
+        {"path.candidate_id": "$response.body#/0/candidate_id"},
+    ),
+    (
+        "list_quarantine",
+        ("200",),
+        "Promote",
+        "promote_fact",
+        {"path.fact_id": "$response.body#/0/fact_id"},
+    ),
+    (
+        "list_quarantine",
+        ("200",),
+        "Dismiss",
+        "dismiss_fact",
+        {"path.fact_id": "$response.body#/0/fact_id"},
+    ),
+    (
+        "promote_fact",
+        ("200",),
+        "ReadFacts",
+        _FACTS,
+        {"path.subject": "$response.body#/fact/subject"},
+    ),
+    ("confirm", ("200",), "ReadFacts", _FACTS, {"path.subject": "$response.body#/fact/subject"}),
+    # A forgotten subject reads as nothing held: 200 with an empty list, not 404.
+    ("forget", ("200",), "ReadFacts", _FACTS, {"path.subject": "$request.path.subject"}),
+    ("forget", ("200",), "ReadHistory", _HISTORY, {"path.subject": "$request.path.subject"}),
+    ("forget", ("200",), "ReadContext", _CONTEXT, {"path.subject": "$request.path.subject"}),
+    ("create_key", ("201",), "Revoke", "revoke_key", {"path.key_id": "$response.body#/key/key_id"}),
+)
+
+
+def _links(document: dict[str, Any]) -> None:
+    """LINKS in the responses, naming operations by their ids (the handlers' names)."""
+    ids = {
+        operation["operationId"]: operation
+        for operations in document["paths"].values()
+        for operation in operations.values()
+    }
+    for source, statuses, name, target, parameters in LINKS:
+        for status in statuses:
+            response = ids[source]["responses"][status]
+            response.setdefault("links", {})[name] = {
+                "operationId": target,
+                "parameters": parameters,
+            }
+
+
+def _body_limit(document: dict[str, Any], limit: int) -> None:
+    """Every request body is at most SGAM_API_MAX_BODY_BYTES (413): said on each body, in
+    words and in `x-max-bytes` (JSON Schema cannot weigh a body)."""
+    for operations in document["paths"].values():
+        for operation in operations.values():
+            body = operation.get("requestBody")
+            if body is None:
+                continue
+            body["x-max-bytes"] = limit
+            said = f"At most {limit} bytes (SGAM_API_MAX_BODY_BYTES; larger is 413)."
+            body["description"] = f"{body['description']} {said}" if "description" in body else said
+
+
 def build(app: FastAPI) -> dict[str, Any]:
     if app.openapi_schema:
         return app.openapi_schema
@@ -110,14 +255,21 @@ def build(app: FastAPI) -> dict[str, Any]:
     for unused in ("HTTPValidationError", "ValidationError"):
         schemas.pop(unused, None)
     _absent_not_null(document)
+    settings = app.state.store.settings
     schemas["JsonValue"] = catalog_schema.JSON_VALUE
-    schemas["EpisodeBody"]["properties"]["metadata"]["additionalProperties"] = {
-        "$ref": "#/components/schemas/JsonValue"
-    }
-    catalog_schema.describe(document, app.state.store.catalog)
-    batch = document["paths"]["/v1/episodes"]["post"]["requestBody"]["content"]
-    batch["application/json"]["schema"]["oneOf"][1]["maxItems"] = (
-        app.state.store.settings.api_max_batch
+    metadata = schemas["EpisodeBody"]["properties"]["metadata"]
+    metadata["additionalProperties"] = {"$ref": "#/components/schemas/JsonValue"}
+    metadata["propertyNames"] = catalog_schema.TEXT  # its own keys too: no NUL
+    metadata["x-max-bytes"] = MAX_METADATA_BYTES
+    metadata["x-max-depth"] = MAX_JSON_DEPTH
+    metadata["description"] = (
+        f"the caller's own JSON object, kept with the episode: at most {MAX_METADATA_BYTES} "
+        f"bytes as canonical JSON in UTF-8, nested at most {MAX_JSON_DEPTH} deep"
     )
+    catalog_schema.describe(document, app.state.store.catalog, settings.max_value_bytes)
+    batch = document["paths"]["/v1/episodes"]["post"]["requestBody"]["content"]
+    batch["application/json"]["schema"]["oneOf"][1]["maxItems"] = settings.api_max_batch
+    _body_limit(document, settings.api_max_body_bytes)
+    _links(document)
     app.openapi_schema = document
     return document

@@ -80,9 +80,9 @@ def judge_and_store(
     state = slots.setdefault(SlotKey.of(claim), SlotState({}, {}))
     if claim.trust is Trust.UNTRUSTED:
         fact = _quarantine(pending, state, claim)
-        _Log(unit, claim, command).event(
-            EventKind.QUARANTINE, [claim.claim_id], "untrusted source: hidden until promoted"
-        )
+        # Why it is untrusted (its source, or a sensitive attribute) is the policy's to say.
+        hidden = "quarantined: hidden until a reviewer promotes it"
+        _Log(unit, claim, command).event(EventKind.QUARANTINE, [claim.claim_id], hidden)
         return PutResult(fact=fact, written=True, state=state_tag(state))
 
     claim = _after_earlier_claims(claim, state)

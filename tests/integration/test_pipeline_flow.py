@@ -151,6 +151,10 @@ def test_a_sensitive_attribute_is_quarantined_from_chat_and_written_from_the_hot
     )
     assert hidden.status.value == "quarantined"
     assert "quarantine" in kinds(store, receipt.episode_id)
+    shown = pipeline.show_episode(store, TENANT, receipt.episode_id)
+    (logged,) = [d.reason for d in shown.decisions if d.kind == "quarantine"]
+    assert logged is not None
+    assert "untrusted source" not in logged  # a chat message: quarantined as sensitive
 
     said = pipeline.remember(
         store,

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from annotated_types import Interval
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
 
 import pipeline
-from pipeline.api import operations
+from pipeline.api import catalog_schema, operations
 from pipeline.api.access import Reader, Reviewer, Writer, bind
 from pipeline.api.bodies import PutBody, Subject
 from pipeline.api.conventions import (
+    DIGITS,
+    Flag,
     IdempotencyHeader,
     IdQuery,
     IfMatchHeader,
@@ -40,7 +43,7 @@ from schemas.fields import Identifier
 
 router = APIRouter(prefix="/v1", tags=["facts"])
 # The context's budget, as pipeline.read.context.ContextQuery bounds it.
-Budget = Annotated[int | None, Query(ge=1, le=1_000_000)]
+Budget = Annotated[Annotated[Annotated[int, Interval(ge=1, le=1_000_000)], DIGITS] | None, Query()]
 
 
 async def scope_query(
@@ -70,10 +73,13 @@ def put_fact(
     if_match: IfMatchHeader = None,
 ) -> PutResult:
     """201 with the new fact; 200 when the ledger already held the value (a restatement). A
-    retry with the same Idempotency-Key answers the first request's status and body again,
-    with `Idempotent-Replayed: true`; the key used for another request is 409. If-Match: the
-    key's ETag as read; the answer's ETag is the key's state after the write."""
-    fields = bind(key, body.model_dump(exclude_unset=True)) | {"actor": key.key_id}
+        retry with the same Idempotency-Key answers the first request's status and body again,
+        with `Idempotent-Replayed: true`; the key used for another request is 409. If-Match: the
+        key's ETag as read; the answer's ETag is the key's state after the write. The value is read
+    only in its type's JSON form, as the document states it (a number, not "42")."""
+    sent = body.model_dump(exclude_unset=True)
+    catalog_schema.check_sent_value(store.catalog, sent["attribute"], sent["value"])
+    fields = bind(key, sent) | {"actor": key.key_id}
     fields = idempotency_key(idempotency, fields)
     fields["expected_state"] = expected_state(if_match)
     result = pipeline.put(store, fields).as_first_answered()
@@ -100,7 +106,7 @@ def get_facts(
     attribute: IdQuery = None,
     at: TimeQuery = None,
     known_at: TimeQuery = None,
-    include_quarantined: bool = False,
+    include_quarantined: Flag = False,
 ) -> list[Fact]:
     """With a single-valued `attribute` (and no `known_at`), the ETag names the key's state
     (`"0"`: nothing held), to send in If-Match. `include_quarantined` needs the reviewer
@@ -135,7 +141,7 @@ def get_history(
     store: Opened,
     named: Scope,
     known_at: TimeQuery = None,
-    versions: bool = False,
+    versions: Flag = False,
 ) -> list[Fact]:
     return operations.history(
         store, key, subject, attribute, named, known_at=known_at, versions=versions

@@ -11,6 +11,7 @@ import pipeline
 from pipeline.api import operations
 from pipeline.api.access import Reviewer, bind
 from pipeline.api.conventions import (
+    Flag,
     IdempotencyHeader,
     IdQuery,
     Limit,
@@ -93,7 +94,7 @@ def decision_log(
     since: TimeQuery = None,
     until: TimeQuery = None,
     limit: Limit = 100,
-    oldest_first: bool = False,
+    oldest_first: Flag = False,
 ) -> list[LoggedDecision]:
     """The log spans every agent and purpose of the tenant: a key bound to one may not read
     it."""

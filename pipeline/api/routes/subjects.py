@@ -8,7 +8,7 @@ from fastapi import APIRouter, Response
 from pipeline.api import operations
 from pipeline.api.access import Admin
 from pipeline.api.bodies import Subject
-from pipeline.api.conventions import IdempotencyHeader, Opened, mark_replayed
+from pipeline.api.conventions import Flag, IdempotencyHeader, Opened, mark_replayed
 from pipeline.ledger.forget import ForgetResult
 
 router = APIRouter(prefix="/v1", tags=["subjects"])
@@ -24,7 +24,7 @@ def forget(
     response: Response,
     key: Admin,
     store: Opened,
-    purge: bool = False,
+    purge: Flag = False,
     idempotency: IdempotencyHeader = None,
 ) -> ForgetResult:
     """Forgetting spans every agent and purpose of the tenant, so a key bound to one may not."""

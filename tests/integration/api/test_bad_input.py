@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 import time
 from collections.abc import Iterator
@@ -326,6 +327,85 @@ CORPUS: list[tuple[str, str, str, dict[str, Any], int, str, str | None]] = [
         "invalid-input",
         "purge",
     ),
+    # Forms the pipeline reads from the CLI and Python but the OpenAPI document does not state:
+    # over HTTP they are refused (they were read before), so the document says what is read.
+    ("a flag as yes", "DELETE", "/v1/subjects/mira?purge=yes", {}, 422, "invalid-input", "purge"),
+    ("a flag as 1", "GET", "/v1/log?oldest_first=1", {}, 422, "invalid-input", "oldest_first"),
+    ("an integer with a sign", "GET", "/v1/log?limit=%2B5", {}, 422, "invalid-input", "limit"),
+    ("an integer padded", "GET", "/v1/episodes?limit=%205", {}, 422, "invalid-input", "limit"),
+    ("an integer as 05", "GET", "/v1/quarantine?limit=05", {}, 422, "invalid-input", "limit"),
+    (
+        "a query timestamp with a space for T",
+        "GET",
+        "/v1/subjects/mira/facts?at=2026-06-01%2010:00:00Z",
+        {},
+        422,
+        "invalid-input",
+        "at",
+    ),
+    (
+        "a timestamp without seconds",
+        "PUT",
+        "/v1/facts",
+        {"json": fact_body(valid_from="2026-06-01T10:00Z")},
+        422,
+        "invalid-input",
+        "valid_from",
+    ),
+    (
+        "an episode's time as a date alone",
+        "POST",
+        "/v1/remember",
+        {"json": REMEMBER | {"occurred_at": "2026-06-01"}},
+        422,
+        "invalid-input",
+        "occurred_at",
+    ),
+    (
+        "a number as text",
+        "PUT",
+        "/v1/facts",
+        {"json": fact_body(attribute="monthly_budget", value="42")},
+        422,
+        "invalid-input",
+        "value",
+    ),
+    (
+        "an enum value in another case",
+        "PUT",
+        "/v1/facts",
+        {"json": fact_body(attribute="answer_style", value="Concise")},
+        422,
+        "invalid-input",
+        "value",
+    ),
+    (
+        "a date in the basic format",
+        "PUT",
+        "/v1/facts",
+        {"json": fact_body(attribute="birthday", value="20260601")},
+        422,
+        "invalid-input",
+        "value",
+    ),
+    (
+        "a flag as yes in a value",
+        "PUT",
+        "/v1/facts",
+        {"json": fact_body(attribute="newsletter_opt_in", value="yes")},
+        422,
+        "invalid-input",
+        "value",
+    ),
+    (
+        "a JSON value as JSON text",
+        "PUT",
+        "/v1/facts",
+        {"json": fact_body(attribute="compliance_flag", value='{"reason": "kyc"}')},
+        422,
+        "invalid-input",
+        "value",
+    ),
     (
         "a value neither a status nor all",
         "GET",
@@ -541,6 +621,32 @@ def test_a_wrong_method_is_405_naming_the_allowed_ones(
     assert allow in answer.json()["detail"]
 
 
+def test_a_promotes_if_match_of_0_is_refused_as_the_document_says(
+    server: Server, keys: Keys
+) -> None:
+    """The document allowed `"0"` (as for a put's ETag: nothing held), and the ledger then
+    refused it as an `expected_version` below 1 (schemathesis found it): now the header's
+    pattern starts at 1 and the refusal names If-Match."""
+    with server.client(keys("writer")) as api:
+        api.put("/v1/facts", json=fact_body(trust="untrusted", source_episode_id="tool-1"))
+    with server.client(keys("reviewer")) as api:
+        (held_back,) = api.get("/v1/quarantine").json()
+        refused = api.post(f"/v1/facts/{held_back['fact_id']}/promote", headers={"If-Match": '"0"'})
+        document = api.get("/openapi.json").json()
+        left = api.get("/v1/quarantine").json()
+
+    (header,) = [
+        parameter
+        for parameter in document["paths"]["/v1/facts/{fact_id}/promote"]["post"]["parameters"]
+        if parameter["name"] == "If-Match"
+    ]
+    assert re.fullmatch(header["schema"]["pattern"], '"0"') is None
+    assert re.fullmatch(header["schema"]["pattern"], '"1"') is not None
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["field"] == "If-Match"
+    assert [fact["fact_id"] for fact in left] == [held_back["fact_id"]]
+
+
 def test_a_query_value_of_a_union_names_every_value_it_may_take(server: Server, keys: Keys) -> None:
     with server.client(keys("reviewer")) as api:
         answer = api.get("/v1/candidates", params={"status": "bogus"})
@@ -552,3 +658,13 @@ def test_a_query_value_of_a_union_names_every_value_it_may_take(server: Server, 
     assert "'all'" in detail, detail
     assert "str-enum" not in detail, detail
     assert "literal" not in detail, detail
+
+
+def test_remember_with_the_time_under_both_its_names_says_so(server: Server, keys: Keys) -> None:
+    when = "2026-06-01T10:00:00+02:00"
+    with server.client(keys("writer")) as api:
+        answer = api.post("/v1/remember", json=REMEMBER | {"at": when, "occurred_at": when})
+
+    assert answer.status_code == 422
+    assert "not a known field" not in answer.json()["detail"]
+    assert "occurred_at or its older name at" in answer.json()["detail"]
