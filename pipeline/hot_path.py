@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 from sqlalchemy import or_, select
 
@@ -68,6 +68,13 @@ from schemas.results import Rejection
 log = logging.getLogger("sgam.hot_path")
 
 
+def one_time_name(data: Any) -> Any:
+    """Both names of the time are one field given twice, not an unknown field `at`."""
+    if isinstance(data, Mapping) and "occurred_at" in data and "at" in data:
+        raise ValueError("give occurred_at or its older name at, not both")
+    return data
+
+
 class RememberIn(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -89,6 +96,8 @@ class RememberIn(BaseModel):
     trust: Trust | None = None
     source: SourceKind = SourceKind.MESSAGE
     actor: Identifier | None = Field(default=None, description="who asks (audit)")
+
+    _one_name = model_validator(mode="before")(one_time_name)
 
 
 class Remembered(BaseModel):

@@ -8,12 +8,21 @@ from __future__ import annotations
 
 import functools
 import typing
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, create_model
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    create_model,
+    model_validator,
+)
 
 from pipeline.access.keys import NewKey
-from pipeline.hot_path import RememberIn
+from pipeline.hot_path import RememberIn, one_time_name
 from schemas.commands import PutFact
 from schemas.fields import Identifier, IdentifierSchema, TimestampSchema, as_sent_timestamp
 from schemas.intake import EpisodeIn
@@ -42,7 +51,11 @@ def _timestamp(annotation: Any, metadata: list[Any]) -> TimestampSchema | None:
 
 
 def body_of(
-    command: type[BaseModel], name: str, *, without: tuple[str, ...] = ("actor",)
+    command: type[BaseModel],
+    name: str,
+    *,
+    without: tuple[str, ...] = ("actor",),
+    checks: tuple[Callable[[Any], Any], ...] = (),
 ) -> type[BaseModel]:
     """`command`'s fields as a request body: tenant_id optional, `without` left out, subject
         restricted to one path segment, a timestamp only in the form the document states (RFC 3339;
@@ -75,10 +88,13 @@ def body_of(
             if info.default_factory is not None
             else Field(default=default, **options),
         )
+    # The command's checks of the body as a whole (a field given under both its names).
+    whole: dict[str, Any] = {f"_{c.__name__}": model_validator(mode="before")(c) for c in checks}
     return create_model(
         name,
         __config__=ConfigDict(frozen=True, extra="forbid"),
         __doc__=command.__doc__,
+        __validators__=whole,
         **fields,
     )
 
@@ -90,7 +106,7 @@ if TYPE_CHECKING:  # generated classes: to the type checker, models like any oth
     KeyBody = BaseModel
 else:
     EpisodeBody = body_of(EpisodeIn, "EpisodeBody")
-    RememberBody = body_of(RememberIn, "RememberBody")
+    RememberBody = body_of(RememberIn, "RememberBody", checks=(one_time_name,))
     # The expected version travels in If-Match, as HTTP says.
     PutBody = body_of(PutFact, "PutBody", without=("actor", "expected_version", "expected_state"))
     KeyBody = body_of(NewKey, "KeyBody")

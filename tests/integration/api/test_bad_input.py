@@ -658,3 +658,13 @@ def test_a_query_value_of_a_union_names_every_value_it_may_take(server: Server, 
     assert "'all'" in detail, detail
     assert "str-enum" not in detail, detail
     assert "literal" not in detail, detail
+
+
+def test_remember_with_the_time_under_both_its_names_says_so(server: Server, keys: Keys) -> None:
+    when = "2026-06-01T10:00:00+02:00"
+    with server.client(keys("writer")) as api:
+        answer = api.post("/v1/remember", json=REMEMBER | {"at": when, "occurred_at": when})
+
+    assert answer.status_code == 422
+    assert "not a known field" not in answer.json()["detail"]
+    assert "occurred_at or its older name at" in answer.json()["detail"]
