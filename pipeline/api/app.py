@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException
@@ -95,8 +95,9 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     app.state.store, app.state.limiter, app.state.metrics = store, limiter, metrics
     app.state.key_cache = cache
     modules = (episodes, facts, review, subjects, keys, usage, health)
-    for module in modules:
-        app.include_router(module.router)
+    for module in modules:  # a /v1 query parameter the document does not list is refused
+        checks = [] if module is health else [Depends(openapi.known_query)]
+        app.include_router(module.router, dependencies=checks)
     docs_pages.mount(app)  # /docs and /redoc, with nothing loaded from elsewhere
     agents, mcp_route = mcp_http.mount(app, store)  # MCP for agents, streamable HTTP at /mcp
     app.mount("/ui", create_ui(store, settings, limiter))  # the review pages, errors as pages

@@ -415,6 +415,25 @@ CORPUS: list[tuple[str, str, str, dict[str, Any], int, str, str | None]] = [
         "invalid-input",
         "status",
     ),
+    # A query parameter the operation does not take was ignored (a misspelt flag read less).
+    (
+        "a misspelt query parameter",
+        "GET",
+        "/v1/subjects/mira/facts?include_quarantine=true",
+        {},
+        422,
+        "invalid-input",
+        "include_quarantine",
+    ),
+    (
+        "a query parameter on a body's operation",
+        "PUT",
+        "/v1/facts?dry_run=true",
+        {"json": fact_body()},
+        422,
+        "invalid-input",
+        "dry_run",
+    ),
     ("an unknown endpoint", "POST", "/v1/facts/../../admin", {}, 404, "not-found", None),
     (
         "a wrong method",
