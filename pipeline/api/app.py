@@ -16,13 +16,13 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute, Match, Route
 
-from pipeline.api import docs_pages, openapi
+from pipeline.api import conventions, docs_pages, openapi
 from pipeline.api.access import Authenticate, KeyCache
 from pipeline.api.limits import ReadBody
 from pipeline.api.metrics import Measure, Metrics
@@ -96,7 +96,9 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     app.state.key_cache = cache
     modules = (episodes, facts, review, subjects, keys, usage, health)
     for module in modules:
-        app.include_router(module.router)
+        api = module.router.prefix == "/v1"  # not /healthz, /readyz, /metrics
+        checks = [Depends(conventions.known_query)] if api else []
+        app.include_router(module.router, dependencies=checks)
     docs_pages.mount(app)  # /docs and /redoc, with nothing loaded from elsewhere
     agents, mcp_route = mcp_http.mount(app, store)  # MCP for agents, streamable HTTP at /mcp
     app.mount("/ui", create_ui(store, settings, limiter))  # the review pages, errors as pages

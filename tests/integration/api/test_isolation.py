@@ -42,10 +42,11 @@ def snapshot(api: httpx2.Client, subjects: list[str]) -> dict[str, Any]:
         ).json()
         seen[f"versions:{subject}"] = api.get(
             f"/v1/subjects/{subject}/attributes/home_city/history",
-            params={"versions": "true", "include_quarantined": "true"},
+            params={"versions": "true"},
         ).json()
-    for path in ("/v1/episodes", "/v1/quarantine", "/v1/log", "/v1/keys"):
+    for path in ("/v1/episodes", "/v1/quarantine", "/v1/log"):
         seen[path] = api.get(path, params={"limit": 1000}).json()
+    seen["/v1/keys"] = api.get("/v1/keys").json()  # it takes no limit
     seen["candidates"] = api.get("/v1/candidates", params={"status": "all"}).json()
     return seen
 
