@@ -58,8 +58,9 @@ def body_of(
     checks: tuple[Callable[[Any], Any], ...] = (),
 ) -> type[BaseModel]:
     """`command`'s fields as a request body: tenant_id optional, `without` left out, subject
-        restricted to one path segment, a timestamp only in the form the document states (RFC 3339;
-    the CLI and Python API read more). The pipeline validates the command again in full."""
+    restricted to one path segment, a timestamp only in the form the document states (RFC
+    3339; the CLI and Python API read more), `checks` of the body as a whole. The pipeline
+    validates the command again in full."""
     fields: dict[str, Any] = {}
     for field, info in command.model_fields.items():
         if field in without:

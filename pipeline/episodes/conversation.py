@@ -13,7 +13,7 @@ episode's own scope (tenant, agent, purpose) is read, and purged texts are gone.
 
 An episode that is not stored (`sgam extract` previews one) is read as received after every
 stored turn of its instant. A worker reads the turns of a whole claimed batch at once
-(`earlier_turns_of`): one query for the batch's positions and two per session, not a
+(`earlier_turns_of`): one query for the batch's positions and one per session, not a
 transaction per episode.
 """
 
@@ -23,7 +23,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from sqlalchemy import ColumnElement, Connection, and_, func, or_, select, tuple_
+from sqlalchemy import ColumnElement, Connection, and_, func, or_, select, tuple_, union_all
 
 from pipeline.db.models import EpisodeRow
 from pipeline.db.store import Store
@@ -114,12 +114,15 @@ def _session_rows(
         .where(*where, _before(low))
         .order_by(EpisodeRow.occurred_at.desc(), EpisodeRow.received_at.desc(), _intake_line.desc())
         .limit(limit)
+        .subquery()
     )
     between = select(*_TURN).where(*where, ~_before(low), _before(high))
+    # One round trip: the `limit` turns before the first, and those between (disjoint).
     found = [
         ((occurred, received, seq), _turn(subject, names, occurred, text))
-        for query in (older, between)
-        for subject, names, occurred, received, seq, text in connection.execute(query)
+        for subject, names, occurred, received, seq, text in connection.execute(
+            union_all(select(*older.c), between)
+        )
         if text is not None  # purged: the query leaves those out already
     ]
     return sorted(found, key=lambda pair: pair[0])

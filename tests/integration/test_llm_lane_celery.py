@@ -113,9 +113,11 @@ def test_a_model_slower_than_the_lease_fails_no_episode(
 def test_workers_share_one_budget_for_the_endpoint(
     producer: Store, stub: Any, lane_url: str, tmp_path: Path
 ) -> None:
-    # Two processes, up to 32 calls in flight each, and 120 requests a minute between them:
-    # after the first second's burst the endpoint sees two requests a second.
-    celery = _workers(lane_url, stub, tmp_path, SGAM_LLM_RPM="120")
+    # Two processes and 120 requests a minute between them: after the first second's burst
+    # the endpoint sees two requests a second. A process holds at most its calls and one batch
+    # (4 + 8 episodes), so the second process takes the rest of the 16 and both spend the
+    # budget: with a budget of its own each, the 16 requests would come in about 5 s.
+    celery = _workers(lane_url, stub, tmp_path, SGAM_LLM_RPM="120", SGAM_LLM_CONCURRENCY="4")
     try:
         celery.worker(concurrency=2)
         took = _run(celery, producer, lane_url, 16, timeout=60)

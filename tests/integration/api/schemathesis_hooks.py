@@ -15,6 +15,8 @@ schemathesis' `use_after_free` (which wants 404) is replaced by this one.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
@@ -25,7 +27,7 @@ import schemathesis
 from pipeline.access.keys import create_key
 from pipeline.db.store import Store
 from pipeline.settings import Settings
-from schemas.fields import to_utc
+from schemas.fields import MAX_ID_LENGTH, to_utc
 
 _STORE = Store(Settings(database_url=os.environ["SGAM_DATABASE_URL"]))
 _TENANT = os.environ["SGAM_SCHEMATHESIS_TENANT"]
@@ -77,7 +79,42 @@ def map_case(context: Any, case: Any) -> Any:
         case.query["tenant_id"] = _TENANT
     if _WHOLE_LISTS and case.operation.path in _REVIEW_LISTS and case.query:
         case.query.pop("subject", None)  # a generated subject names nothing seeded
+    _own_idempotency_keys(case, bodies)
     return case
+
+
+def _own_idempotency_keys(case: Any, bodies: list[Any]) -> None:
+    """A generated idempotency key ("00" more often than not) names its payload too, so that
+    it is not the same key for another request, a 409 by design (idempotency-conflict):
+    before, most generated puts, remembers and episodes stopped there. The same payload keeps
+    its key, so repeats are still sent and answered as replays. Valid requests only: a key
+    broken on purpose is left as generated."""
+    if case.meta is None or not case.meta.generation.mode.is_positive:
+        return
+    payload = [
+        {k: v for k, v in body.items() if k != "idempotency_key"}
+        if isinstance(body, dict)
+        else body
+        for body in bodies
+    ]
+    digest = hashlib.sha256(
+        json.dumps([case.operation.label, payload], sort_keys=True, default=str).encode()
+    ).hexdigest()[:8]
+
+    def own(key: str) -> str:  # (idempotent: a case may be mapped more than once)
+        if key.endswith(f"~{digest}"):
+            return key
+        return f"{key[: MAX_ID_LENGTH - 9]}~{digest}"
+
+    header = (case.headers or {}).get("Idempotency-Key")
+    if isinstance(header, str):
+        case.headers["Idempotency-Key"] = own(header)
+    for body in bodies:
+        if isinstance(body, dict) and isinstance(body.get("idempotency_key"), str):
+            # With the header, the body's own key is the header's (filter_case: equal).
+            body["idempotency_key"] = own(
+                header if isinstance(header, str) else body["idempotency_key"]
+            )
 
 
 @schemathesis.hook
