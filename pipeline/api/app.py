@@ -95,9 +95,9 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     app.state.store, app.state.limiter, app.state.metrics = store, limiter, metrics
     app.state.key_cache = cache
     modules = (episodes, facts, review, subjects, keys, usage, health)
-    for module in modules:
-        api = module.router.prefix == "/v1"  # not /healthz, /readyz, /metrics
-        checks = [Depends(conventions.known_query)] if api else []
+    for module in modules:  # a /v1 query parameter the document does not list is refused
+        once = [Depends(openapi.known_query), Depends(conventions.single_query)]
+        checks = [] if module is health else once
         app.include_router(module.router, dependencies=checks)
     docs_pages.mount(app)  # /docs and /redoc, with nothing loaded from elsewhere
     agents, mcp_route = mcp_http.mount(app, store)  # MCP for agents, streamable HTTP at /mcp

@@ -9,8 +9,6 @@ from typing import Annotated, Any
 
 from annotated_types import Interval
 from fastapi import Depends, Header, Query, Request, Response
-from fastapi.dependencies.models import Dependant
-from fastapi.routing import APIRoute
 from pydantic import AfterValidator, BeforeValidator, TypeAdapter, ValidationError, WithJsonSchema
 
 from pipeline.api.bodies import Subject
@@ -132,28 +130,11 @@ def etag(version: int | str) -> str:
     return f'"{version}"'
 
 
-def _query_names(dependant: Dependant) -> set[str]:
-    own = {param.alias for param in dependant.query_params}
-    return own.union(*(_query_names(sub) for sub in dependant.dependencies))
-
-
-_known: dict[int, frozenset[str]] = {}  # per route (routes live as long as the app)
-
-
-async def known_query(request: Request) -> None:
-    """A query parameter the endpoint does not have (a typo: `?atribute=`), or one it has
-    given twice, is refused (422) rather than ignored: the answer would not be the one asked
-    for."""
-    route = request.scope.get("route")
-    if not isinstance(route, APIRoute):
-        return
-    known = _known.get(id(route))
-    if known is None:
-        known = _known[id(route)] = frozenset(_query_names(route.dependant))
+async def single_query(request: Request) -> None:
+    """A query parameter given twice is refused (422): only one of the two would be read, and
+    the answer would not be the one asked for (every parameter here takes one value)."""
     seen: set[str] = set()
     for name, _ in request.query_params.multi_items():
-        if name not in known:
-            raise InvalidInput(name, "is not a query parameter of this endpoint")
         if name in seen:
             raise InvalidInput(name, "is given more than once; give it once")
         seen.add(name)

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.openapi.utils import get_openapi
 
 from pipeline.api import catalog_schema
 from pipeline.api.answers import Problem
 from pipeline.api.bodies import EpisodeBody
 from pipeline.api.problems import PROBLEM_JSON, PROBLEMS, TYPE_PREFIX
+from pipeline.errors import InvalidInput
 from schemas.fields import MAX_JSON_DEPTH
 from schemas.intake import MAX_METADATA_BYTES
 
@@ -273,3 +274,25 @@ def build(app: FastAPI) -> dict[str, Any]:
     _links(document)
     app.openapi_schema = document
     return document
+
+
+async def known_query(request: Request) -> None:
+    """A query parameter the operation's document does not list is refused (422), not
+    ignored: a misspelt `include_quarantine=true` would silently read less, `knwon_at` read
+    now. The names come from the document itself, so the two cannot disagree."""
+    route = request.scope.get("route")
+    if not request.query_params or route is None:
+        return
+    names: dict[tuple[str, str], set[str]] | None = getattr(request.app.state, "query_names", None)
+    if names is None:
+        names = {
+            (path, method): {p["name"] for p in op.get("parameters", []) if p["in"] == "query"}
+            for path, operations in build(request.app)["paths"].items()
+            for method, op in operations.items()
+        }
+        request.app.state.query_names = names
+    taken = names.get((getattr(route, "path", ""), request.method.lower()))
+    for name in request.query_params:
+        if taken is not None and name not in taken:
+            listed = ", ".join(sorted(taken)) or "none"
+            raise InvalidInput(name, f"is not a query parameter of this operation ({listed})")

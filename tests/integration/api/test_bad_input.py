@@ -415,14 +415,24 @@ CORPUS: list[tuple[str, str, str, dict[str, Any], int, str, str | None]] = [
         "invalid-input",
         "status",
     ),
+    # A query parameter the operation does not take was ignored (a misspelt flag read less).
     (
-        "a query parameter the endpoint does not have (a typo)",
+        "a misspelt query parameter",
         "GET",
-        "/v1/subjects/mira/facts?atribute=home_city",
+        "/v1/subjects/mira/facts?include_quarantine=true",
         {},
         422,
         "invalid-input",
-        "atribute",
+        "include_quarantine",
+    ),
+    (
+        "a query parameter on a body's operation",
+        "PUT",
+        "/v1/facts?dry_run=true",
+        {"json": fact_body()},
+        422,
+        "invalid-input",
+        "dry_run",
     ),
     (
         "a query parameter given twice",
@@ -432,15 +442,6 @@ CORPUS: list[tuple[str, str, str, dict[str, Any], int, str, str | None]] = [
         422,
         "invalid-input",
         "attribute",
-    ),
-    (
-        "a query parameter on a write that takes none",
-        "DELETE",
-        "/v1/subjects/mira?purge=true&prune=true",
-        {},
-        422,
-        "invalid-input",
-        "prune",
     ),
     ("an unknown endpoint", "POST", "/v1/facts/../../admin", {}, 404, "not-found", None),
     (

@@ -42,11 +42,11 @@ def snapshot(api: httpx2.Client, subjects: list[str]) -> dict[str, Any]:
         ).json()
         seen[f"versions:{subject}"] = api.get(
             f"/v1/subjects/{subject}/attributes/home_city/history",
-            params={"versions": "true"},
+            params={"versions": "true"},  # quarantined versions too, for an admin
         ).json()
     for path in ("/v1/episodes", "/v1/quarantine", "/v1/log"):
         seen[path] = api.get(path, params={"limit": 1000}).json()
-    seen["/v1/keys"] = api.get("/v1/keys").json()  # it takes no limit
+    seen["/v1/keys"] = api.get("/v1/keys").json()  # (every key: it takes no limit)
     seen["candidates"] = api.get("/v1/candidates", params={"status": "all"}).json()
     return seen
 

@@ -204,8 +204,9 @@ def test_the_server_refuses_what_its_document_forbids(
 ) -> None:
     """Before, the server also read forms the document leaves out ("yes" for a flag, " 5" or
     "+5" for an integer, a timestamp without seconds or with a space for `T`, "42" for a
-    number, "Dog" for the enum value "dog"); now it refuses them, and a document-breaking
-    request is never taken."""
+    number, "Dog" for the enum value "dog", JSON text for a JSON value) and ignored query
+    parameters it does not list; now it refuses them, and a document-breaking request is
+    never taken."""
     run = schemathesis(
         server,
         tenant,
