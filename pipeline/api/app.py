@@ -22,7 +22,7 @@ from fastapi.responses import Response
 from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute, Match, Route
 
-from pipeline.api import docs_pages, openapi
+from pipeline.api import conventions, docs_pages, openapi
 from pipeline.api.access import Authenticate, KeyCache
 from pipeline.api.limits import ReadBody
 from pipeline.api.metrics import Measure, Metrics
@@ -96,7 +96,8 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     app.state.key_cache = cache
     modules = (episodes, facts, review, subjects, keys, usage, health)
     for module in modules:  # a /v1 query parameter the document does not list is refused
-        checks = [] if module is health else [Depends(openapi.known_query)]
+        once = [Depends(openapi.known_query), Depends(conventions.single_query)]
+        checks = [] if module is health else once
         app.include_router(module.router, dependencies=checks)
     docs_pages.mount(app)  # /docs and /redoc, with nothing loaded from elsewhere
     agents, mcp_route = mcp_http.mount(app, store)  # MCP for agents, streamable HTTP at /mcp

@@ -128,3 +128,13 @@ def mark_replayed(response: Response, replayed: bool) -> None:
 
 def etag(version: int | str) -> str:
     return f'"{version}"'
+
+
+async def single_query(request: Request) -> None:
+    """A query parameter given twice is refused (422): only one of the two would be read, and
+    the answer would not be the one asked for (every parameter here takes one value)."""
+    seen: set[str] = set()
+    for name, _ in request.query_params.multi_items():
+        if name in seen:
+            raise InvalidInput(name, "is given more than once; give it once")
+        seen.add(name)

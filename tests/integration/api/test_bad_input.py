@@ -434,6 +434,15 @@ CORPUS: list[tuple[str, str, str, dict[str, Any], int, str, str | None]] = [
         "invalid-input",
         "dry_run",
     ),
+    (
+        "a query parameter given twice",
+        "GET",
+        "/v1/subjects/mira/facts?attribute=home_city&attribute=birthday",
+        {},
+        422,
+        "invalid-input",
+        "attribute",
+    ),
     ("an unknown endpoint", "POST", "/v1/facts/../../admin", {}, 404, "not-found", None),
     (
         "a wrong method",
