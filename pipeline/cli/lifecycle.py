@@ -4,51 +4,81 @@ stored."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from pipeline.cli import output
-from pipeline.cli.options import given_fields, json_output, opened_store, scope_fields, scoped
+from pipeline.cli.options import (
+    F,
+    given_fields,
+    json_output,
+    opened_store,
+    scope_fields,
+    scoped,
+)
 from pipeline.cli.output import plural
 
 if TYPE_CHECKING:
+    from pipeline.db.store import Store
+    from pipeline.ledger.results import PutResult
     from schemas.results import LoggedDecision
 
 
+def _a_quarantined_fact(verb: str) -> Callable[[F], F]:
+    """The options of a reviewer's decision on one quarantined fact (promote, dismiss)."""
+
+    def decorate(command: F) -> F:
+        for option in reversed(
+            [
+                click.argument("fact_id"),
+                click.option("--tenant", required=True, help="Tenant that owns the fact."),
+                click.option(
+                    "--expected-version",
+                    help="The fact's current version; a mismatch changes nothing.",
+                ),
+                click.option("--idempotency-key", help="Repeat-safe request key."),
+                click.option("--actor", default="cli", show_default=True, help=f"Who {verb}."),
+                json_output,
+            ]
+        ):
+            command = option(command)
+        return command
+
+    return decorate
+
+
+def _decide(
+    decision: Callable[[Store, dict[str, Any]], PutResult],
+    fact_id: str,
+    tenant: str,
+    as_json: bool,
+    options: dict[str, Any],
+) -> None:
+    fields = {"tenant_id": tenant, "fact_id": fact_id} | given_fields(options)
+    with opened_store() as store:
+        result = decision(store, fields)
+    output.facts(result.fact, as_json)
+
+
 @click.command()
-@click.argument("fact_id")
-@click.option("--tenant", required=True, help="Tenant that owns the fact.")
-@click.option("--expected-version", help="The fact's current version; a mismatch changes nothing.")
-@click.option("--idempotency-key", help="Repeat-safe request key.")
-@click.option("--actor", default="cli", show_default=True, help="Who promotes (audit).")
-@json_output
+@_a_quarantined_fact("promotes (audit)")
 def promote(fact_id: str, tenant: str, as_json: bool, **options: Any) -> None:
     """Release a quarantined fact: it becomes verified and may supersede others."""
     from pipeline.ledger.promote import promote as promote_fact
 
-    fields = {"tenant_id": tenant, "fact_id": fact_id} | given_fields(options)
-    with opened_store() as store:
-        result = promote_fact(store, fields)
-    output.facts(result.fact, as_json)
+    _decide(promote_fact, fact_id, tenant, as_json, options)
 
 
 @click.command()
-@click.argument("fact_id")
-@click.option("--tenant", required=True, help="Tenant that owns the fact.")
+@_a_quarantined_fact("dismisses (audit)")
 @click.option("--reason", help="Why, for the decision log (at most 500 characters).")
-@click.option("--expected-version", help="The fact's current version; a mismatch changes nothing.")
-@click.option("--idempotency-key", help="Repeat-safe request key.")
-@click.option("--actor", default="cli", show_default=True, help="Who dismisses (audit).")
-@json_output
 def dismiss(fact_id: str, tenant: str, as_json: bool, **options: Any) -> None:
     """Refuse a quarantined fact: hidden for good, it can never be promoted."""
     from pipeline.ledger.dismiss import dismiss as dismiss_fact
 
-    fields = {"tenant_id": tenant, "fact_id": fact_id} | given_fields(options)
-    with opened_store() as store:
-        result = dismiss_fact(store, fields)
-    output.facts(result.fact, as_json)
+    _decide(dismiss_fact, fact_id, tenant, as_json, options)
 
 
 @click.command()
