@@ -42,11 +42,11 @@ if TYPE_CHECKING:
     from pipeline.episodes.process import Claimed, Extracted, Outcome
 
 # How long a finished answer may wait for others to share its commit: a transaction per
-# answer costs more CPU than the rest of an episode when answers come back fast. Measured
-# quietly (bench/README.md): 0.1 s against 0.02 s cut the worker's CPU per episode by a
-# fifth at 0.4 s and 2 s latency (3.96 -> 3.10, 4.62 -> 3.59 ms), at the same rate; an
-# answer waits at most this long more, beside a model call of 0.4 s or more.
-GATHER_S = 0.1
+# answer costs more CPU than the rest of an episode when answers come back fast. The next
+# batch is claimed only after the commit, so a longer wait starves the pool: 0.1 s cut the
+# worker's CPU per episode by a fifth at 0.4 s (bench/README.md) but left the endpoint idle
+# between batches (test_llm_in_flight.py); claiming while the answers gather would allow it.
+GATHER_S = 0.02
 
 _pools: dict[int, ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from statistics import median
 from typing import Any
 
 import pytest
@@ -138,7 +139,10 @@ def test_the_next_batch_is_claimed_while_the_last_ones_calls_are_out(
     assert statuses == {episode_id: "done" for episode_id in ids}
     assert stub.stats.answered == 40
     assert stub.stats.peak_in_flight == 8
-    assert min(in_flight_at_arrival[8:32]) >= 4, in_flight_at_arrival
+    # One batch at a time, each batch's calls would find 1, 2, ... 8 in flight (median 4.5);
+    # overlapping, nearly every one finds the other 7 out. The median lets one stall of this
+    # process (a slow commit on a busy machine) pass without letting batches in turn pass.
+    assert median(in_flight_at_arrival[8:32]) >= 7, in_flight_at_arrival
 
 
 def test_the_feed_takes_only_episodes_waiting_for_their_first_attempt(
