@@ -170,6 +170,13 @@ def test_a_connection_the_server_closed_is_replaced_at_the_size_check(
         store.dispose()
 
 
+def _flush_statistics(store: Store) -> None:
+    """Have the store's connection report its writes to the statistics at its next commit
+    (an idle backend reports them only after 10 s otherwise)."""
+    with store.begin() as unit:
+        unit.session.execute(text("SELECT pg_stat_force_next_flush()"))
+
+
 def _wait_for_live_rows(url: str, table: str, rows: int) -> None:
     """Wait (at most 10 s) until the statistics, read on a connection of its own, count
     `rows` live rows in `table`."""
@@ -204,10 +211,12 @@ def test_statements_prepared_between_two_replans_are_not_lost(
     try:
         _read_slot(store, command(0))  # the first check: the sizes of the empty tables
         pipeline.put_many(writer, (command(n) for n in range(600)), chunk=200)
+        _flush_statistics(writer)
         _wait_for_live_rows(fresh_url, "claims", 600)
         for number in range(8):  # re-planned with nothing prepared, then prepared
             _read_slot(store, command(number))
         pipeline.put_many(writer, (command(n) for n in range(600, 1300)), chunk=200)
+        _flush_statistics(writer)
         _wait_for_live_rows(fresh_url, "claims", 1300)
         for number in range(8):  # re-planned again: the same statements run once more
             _read_slot(store, command(number))
