@@ -31,6 +31,7 @@ from schemas.fields import format_utc
 from schemas.lifecycle import EventKind
 
 R = TypeVar("R", bound=BaseModel)  # a result, stored as its JSON form
+Outcome = TypeVar("Outcome", bound=BaseModel | ConflictError)  # a result or a refusal
 
 # What a purge leaves of a command hash: it cannot be traced back to the erased content.
 PURGED = "~purged"
@@ -258,14 +259,8 @@ def once(
 ) -> PutResult | ConflictError:
     """Run `apply` unless the command's key was used before. The key is locked for the whole
     transaction, so two processes sending the same key at once cannot both apply it."""
-    key = command.idempotency_key
-    if key is None:
-        return apply()
-    unit.lock(("idempotency", command.tenant_id, key))
-    fingerprint = Fingerprint.of(command)
-    seen = unit.session.get(IdempotencyRow, (command.tenant_id, key))
-    if seen is not None:
-        check_repeat(vars(seen), fingerprint, key)
+
+    def replay(seen: IdempotencyRow) -> PutResult | ConflictError:
         dismissed_at = seen.created_at if dismissal else None
         answer = replayed_put(
             unit.session, command.tenant_id, seen.result, dismissed_at=dismissed_at
@@ -273,15 +268,26 @@ def once(
         if isinstance(answer, NotFound):
             raise answer
         return answer
-    outcome = apply()
-    keep(unit, command, fingerprint, outcome)
-    return outcome
+
+    return _applied_once(unit, command, apply, replay)
 
 
 def once_forget(
     unit: Unit, command: Command, apply: Callable[[], R], load: Callable[[Mapping[str, Any]], R]
 ) -> R:
     """`once` for a command that is never refused and names no fact (forget)."""
+    return _applied_once(unit, command, apply, lambda seen: load(seen.result))
+
+
+def _applied_once(
+    unit: Unit,
+    command: Command,
+    apply: Callable[[], Outcome],
+    replay: Callable[[IdempotencyRow], Outcome],
+) -> Outcome:
+    """`apply` and its outcome kept under the command's key, or, for a key used before by the
+    same request, `replay` of what it kept (under the key's lock, held to the end of the
+    transaction)."""
     key = command.idempotency_key
     if key is None:
         return apply()
@@ -290,7 +296,7 @@ def once_forget(
     seen = unit.session.get(IdempotencyRow, (command.tenant_id, key))
     if seen is not None:
         check_repeat(vars(seen), fingerprint, key)
-        return load(seen.result)
+        return replay(seen)
     outcome = apply()
     keep(unit, command, fingerprint, outcome)
     return outcome
