@@ -173,7 +173,7 @@ DIAGRAMS: dict[str, tuple[str, list[Box], list[Arrow]]] = {
             Box("event", 0, 2, "business_event|verified"),
             Box("tool", 0, 3, "tool_result|untrusted"),
             Box("ledger", 2, 0.5, "ledger|active facts", WRITE),
-            Box("buffer", 1, 1.5, "recurrence buffer|weak or repeated", HOLD),
+            Box("buffer", 1, 2, "recurrence buffer|weak or repeated", HOLD),
             Box("quarantine", 1, 3, "quarantine|hidden from reads", STOP),
             Box("reviewer", 2, 3, "reviewer|promote · dismiss"),
         ],
