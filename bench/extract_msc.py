@@ -39,7 +39,7 @@ from typing import Any
 
 from pipeline.catalog.loader import bundled_catalog
 from pipeline.extract import extract
-from pipeline.extract.forms import NUMBER_WORDS, word_set
+from pipeline.extract.value_words import NUMBER_WORDS, word_set
 from pipeline.extract.rules import RulesExtractor
 from pipeline.settings import Settings
 from schemas.episodes import Episode

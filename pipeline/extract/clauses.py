@@ -37,9 +37,15 @@ _CLAUSE_BREAK = re.compile(
     + _ASKING_AFTER_COMMA
     + r"|"
     + _PRONOUN_START[3:-1]
-    + r"|right\b|ok\b|okay\b|huh\b|eh\b)",
+    + r"|right\b|ok\b|okay\b|huh\b|eh\b)"
+    # "... 3 cats and 2 dogs how about you?": the tail asks, with or without a comma.
+    + r"|\s+(?=(?:how|what)\s+about\s+(?:you|u|yourself)\b|and\s+(?:you|u|yourself)\W*$)",
     _FLAGS,
 )
+# A run-on turn: "I" starting a new clause after a full clause (a subject, its verb and a
+# word more: "well I love animals I have 3 cats"), not after a noun ("the zoo I work at").
+_RUN_ON = re.compile(r"\s+(?=(?:i|i'm|im|i've|ive)\s+\w)", _FLAGS)
+_FULL_CLAUSE = re.compile(r"\b(?:i|we|i'm|im|i've|we're)\s+[\w'’-]+\s+[\w'’-]+", _FLAGS)
 # What follows these is taken as given even inside a question: "how can I use the fact that I
 # secured 5 interviews?", "given that my budget is $650, should I ...?".
 _GIVEN = (
@@ -87,7 +93,8 @@ def sentence_clauses(sentence: str, start: int) -> Iterator[Clause]:
         [
             piece
             for clause, offset in _pieces(sentence, _CLAUSE_BREAK, start)
-            for piece in _pieces(clause, _GIVEN_BREAK, offset)
+            for given, at in _pieces(clause, _GIVEN_BREAK, offset)
+            for piece in _run_on(given, at)
         ],
     )
     last = len(parts) - 1
@@ -98,6 +105,16 @@ def sentence_clauses(sentence: str, start: int) -> Iterator[Clause]:
             bool(_QUESTION.match(clause)) or (asked and index == last)
         )
         yield Clause(clause, offset, questioned)
+
+
+def _run_on(clause: str, start: int) -> Iterator[tuple[str, int]]:
+    """`clause` split where "I" starts a new clause after a full one."""
+    position = 0
+    for match in _RUN_ON.finditer(clause):
+        if _FULL_CLAUSE.search(clause, position, match.start()):
+            yield from _trimmed(clause[position : match.start()], start + position)
+            position = match.end()
+    yield from _trimmed(clause[position:], start + position)
 
 
 def _companions_joined(

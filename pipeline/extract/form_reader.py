@@ -16,15 +16,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pipeline.extract.forms import (
-    CompiledForm,
-    anchors,
-    compile_forms,
-    enum_values,
-    number_value,
-    string_values,
-    word_set,
-)
+from pipeline.extract.forms import CompiledForm, anchors, compile_forms
+from pipeline.extract.value_words import word_set
+from pipeline.extract.values import enum_values, number_value, string_values
 from schemas.catalog import AttributeSpec, Catalog, ValueType
 
 _FLAGS = re.IGNORECASE
@@ -94,6 +88,8 @@ class FormHit:
     values: tuple[str, ...]
     refused: str
     """'' when the hit stands, else the check that refused it."""
+    derived: bool = False
+    """The form was derived from the attribute's name, synonyms and type, not declared."""
 
 
 class FormReader:
@@ -188,11 +184,12 @@ class FormReader:
             if passing:
                 refused = f"a passing taste ({passing.group(0)!r})"
         if refused:
-            return FormHit(form.attribute, form.form, (), refused)
+            return FormHit(form.attribute, form.form, (), refused, form.derived)
         values = _values(span, spec, form, typed_value)
         if not values:
-            return FormHit(form.attribute, form.form, (), f"no {spec.type.value} value in {span!r}")
-        return FormHit(form.attribute, form.form, tuple(values), "")
+            refused = f"no {spec.type.value} value in {span!r}"
+            return FormHit(form.attribute, form.form, (), refused, form.derived)
+        return FormHit(form.attribute, form.form, tuple(values), "", form.derived)
 
 
 def _values(
@@ -287,6 +284,6 @@ def _prefer_terms(
     for hit in hits:
         slot = slots[(hit.attribute, hit.form)]
         if not hit.refused and slot != "term" and set(hit.values) & termed:
-            hit = FormHit(hit.attribute, hit.form, (), "the same words name a listed term")
+            hit = FormHit(hit.attribute, hit.form, (), "the same words name a listed term", hit.derived)
         out.append(hit)
     return out

@@ -1,0 +1,78 @@
+"""Statement forms derived from an attribute's name, synonyms and type, for a catalogue that
+declares no `forms` (`forms: []` opts out).
+
+Each of the attribute's phrases (its name with `_` as a space, a unit such as `ms` or
+`percent` left off its end, and each synonym) goes into the shapes people state a slot in:
+"the {phrase} is {value}", "{change} my {phrase} to {value}", "{phrase} moved to {value}",
+"{phrase} of {value}" for an amount or a date, "{value} {phrase}" for a count ("150
+commits"), "{phrase} has improved to {value}"; the slot's type does the rest (a date reads a
+date, a number an amount or a percentage). The shapes kept are those whose precision held on
+BEAM and MSC (bench/README.md, "Derived forms"); the ones that misread were dropped.
+"""
+
+from __future__ import annotations
+
+import re
+
+from schemas.catalog import AttributeSpec, ValueType
+from schemas.forms import MAX_FORM_CHARS
+
+# A unit at the end of a name says how the value is stored, not how people name it:
+# "api_response_time_ms" is said "response time".
+_UNITS = frozenset({"ms", "percent", "pct", "count", "total", "num", "amount", "value", "id"})
+_PHRASE = re.compile(r"^[\w'’-]+(?: [\w'’-]+){0,5}$")
+_OWNER = "[the|my|our|new|current]"
+_RISE = "(improved|increased|risen|grown|dropped|fallen|decreased|reached|hit|gone up|gone down)"
+_RISE_PAST = "(improved|increased|rose|grew|dropped|fell|decreased|went up|went down|climbed)"
+_MOVED = "(moved|rescheduled|postponed|pushed back|pushed|brought forward|changed|shifted)"
+
+
+def derived_forms(name: str, spec: AttributeSpec) -> list[str]:
+    """The forms the rules read `name` with when its spec declares none; [] for an attribute
+    that declares its own (or opts out with `forms: []`) and for a json one."""
+    if spec.forms is not None or spec.type is ValueType.JSON:
+        return []
+    forms: list[str] = []
+    for phrase in phrases(name, spec):
+        for form in _shapes(phrase, spec.type):
+            if form not in forms and len(form) <= MAX_FORM_CHARS:  # a long phrase's long shape
+                forms.append(form)
+    return forms
+
+
+def phrases(name: str, spec: AttributeSpec) -> list[str]:
+    """How a sentence names the attribute: its name in words and its synonyms, longest
+    first, each only once, none that a form could not spell (punctuation, a long phrase)."""
+    words = name.replace(".", " ").replace("_", " ").split()
+    while len(words) > 1 and words[-1] in _UNITS:
+        words.pop()
+    candidates = [" ".join(words), *(synonym.casefold().strip() for synonym in spec.synonyms)]
+    out = [phrase for phrase in dict.fromkeys(candidates) if _PHRASE.match(phrase)]
+    return sorted(out, key=lambda phrase: -len(phrase))
+
+
+def _shapes(phrase: str, kind: ValueType) -> list[str]:
+    slot = "{value}"
+    shapes = [
+        f"{_OWNER} {phrase} (is|was|will be|has been|is now|are|were) {slot}",
+        f"{{change}} (the|my|our) {phrase} to {slot}",
+        f"{_OWNER} {phrase} (was|has been|is|got|had been|have been) {{change}} to {slot}",
+        f"{phrase} [was|has been|is|got|had been] {_MOVED} to {slot}",
+    ]
+    if kind in {ValueType.BOOLEAN, ValueType.DATETIME}:
+        return shapes[:1] + shapes[3:]
+    if kind in {ValueType.NUMBER, ValueType.DATE}:
+        shapes.append(f"{phrase} of {slot}")
+    if kind is ValueType.DATE:
+        shapes.append(f"{_OWNER} {phrase} (is|was|will be|is now) (on|for) {slot}")
+    if kind is ValueType.NUMBER:
+        shapes += [
+            f"{slot} {phrase}",
+            f"{phrase} {{words}} [which|that] (has|have|is|was) [now|recently|just] "
+            f"{_RISE} [to] {slot}",
+            f"{phrase} {{words}} {_RISE_PAST} from {{count}} to {slot}",
+            f"{phrase} {_RISE_PAST} to {slot}",
+        ]
+    if kind in {ValueType.STRING, ValueType.ENUM}:
+        shapes.append(f"{slot} (is|was) (my|our) {phrase}")
+    return shapes
