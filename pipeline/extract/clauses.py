@@ -44,7 +44,8 @@ _CLAUSE_BREAK = re.compile(
 )
 # A run-on turn: "I" starting a new clause after a full clause (a subject, its verb and a
 # word more: "well I love animals I have 3 cats"), not after a noun ("the zoo I work at").
-_RUN_ON = re.compile(r"\s+(?=(?:i|i'm|im|i've|ive)\s+\w)", _FLAGS)
+# "I've" is left alone: "the number of mentees I've worked with has grown" is one clause.
+_RUN_ON = re.compile(r"\s+(?=(?:i|i'm|im)\s+\w)", _FLAGS)
 _FULL_CLAUSE = re.compile(r"\b(?:i|we|i'm|im|i've|we're)\s+[\w'’-]+\s+[\w'’-]+", _FLAGS)
 # What follows these is taken as given even inside a question: "how can I use the fact that I
 # secured 5 interviews?", "given that my budget is $650, should I ...?".

@@ -36,7 +36,7 @@ HEDGES = re.compile(
 # response time improved to 250ms" still states the response time.
 WEAK_HEDGES = re.compile(
     r"\b(?:hope|hoping|want|wants|wanted|wanna|gonna|going\s+to|plan|plans|planning|try|"
-    r"trying|dream|dreaming|soon|almost|nearly|like\s+to\s+think)\b",
+    r"trying|dream|dreaming|soon|almost|nearly|like\s+to\s+think|goal|aim|aims|aiming)\b",
     _FLAGS,
 )
 NEAR_WORDS = 4
@@ -223,8 +223,12 @@ def _refusal(
     hedge = HEDGES.search(outside)
     near = " ".join(prefix.split()[-NEAR_WORDS:])
     if hedge is None:
+        # A value that comes first: the words just before it ("I'm trying to build the
+        # gallery with 8 cards" states the 8 cards).
         hedge = WEAK_HEDGES.search(near) or _weak_hedge_in(
-            span if form.leading else _NEW_PHRASE.split(span, maxsplit=1)[0]
+            " ".join(span.split()[-NEAR_WORDS - 1 :])
+            if form.leading
+            else _NEW_PHRASE.split(span, maxsplit=1)[0]
         )
     if hedge:
         return f"hedged or hypothetical ({hedge.group(0)!r})"

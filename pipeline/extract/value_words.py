@@ -172,3 +172,10 @@ BREEDS = {
     ),
     "cat": word_set("siamese persian tabby ragdoll sphynx bengal calico"),
 }
+# Before a count that comes first ("{value} words"), these make it a bound or a change of
+# the count, not the count: "at least 80% accuracy", "I cut 1,200 words", "draw two cards".
+NOT_THE_COUNT = re.compile(
+    r"\b(?:at\s+least|at\s+most|up\s+to|more\s+than|less\s+than|fewer\s+than|over|under|"
+    r"cut|cutting|removed?|deleted?|lost|lose|draw|drew|drawing|trimmed|dropped|by)\s*$",
+    re.IGNORECASE,
+)

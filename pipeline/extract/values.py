@@ -27,6 +27,7 @@ from pipeline.extract.value_words import (
     LIST_JOINT,
     NAME_FIRST_BAD,
     NOT_NAMES,
+    NOT_THE_COUNT,
     NUMBER,
     NUMBER_WORDS,
     PARTICLES,
@@ -158,6 +159,8 @@ def number_value(span: str, *, leading: bool = False) -> str:
     26, 95%) or words (two)."""
     words = span.split()
     text = (words[-1] if words else "") if leading else span.strip()
+    if leading and NOT_THE_COUNT.search(" ".join(words[-4:-1])):
+        return ""  # "at least 80% accuracy", "I cut 1,200 words": a bound or a change, not it
     match = NUMBER.match(text)
     if match:
         return match.group(1).replace(",", "") + (match.group(2) or "")
