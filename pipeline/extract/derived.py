@@ -3,7 +3,8 @@ declares no `forms` (`forms: []` opts out).
 
 Each of the attribute's phrases (its name with `_` as a space, a unit such as `ms` or
 `percent` left off its end, and each synonym) goes into the shapes people state a slot in:
-"the {phrase} is {value}", "{change} my {phrase} to {value}", "{phrase} moved to {value}",
+"the {phrase} is {value}" (but for a string, which the built-in "my X is Y" reads),
+"{change} my {phrase} to {value}", "{phrase} moved to {value}",
 "{phrase} of {value}" for an amount or a date, "{value} {phrase}" for a count ("150
 commits"), "{phrase} has improved to {value}"; the slot's type does the rest (a date reads a
 date, a number an amount or a percentage). The shapes kept are those whose precision held on
@@ -53,18 +54,22 @@ def phrases(name: str, spec: AttributeSpec) -> list[str]:
 
 def _shapes(phrase: str, kind: ValueType) -> list[str]:
     slot = "{value}"
+    # The past ("my city was Paris") states what no longer holds, and a string's "my X is Y"
+    # is the built-in reading's, which asks a capital of its value ("my job is stressful").
+    stated = [] if kind is ValueType.STRING else [f"{_OWNER} {phrase} (is|will be|is now) {slot}"]
+    moved = [f"{phrase} [was|has been|is|got|had been] {_MOVED} to {slot}"]
+    if kind in {ValueType.BOOLEAN, ValueType.DATETIME}:
+        return stated + moved
     shapes = [
-        f"{_OWNER} {phrase} (is|was|will be|has been|is now|are|were) {slot}",
+        *stated,
         f"{{change}} (the|my|our) {phrase} to {slot}",
         f"{_OWNER} {phrase} (was|has been|is|got|had been|have been) {{change}} to {slot}",
-        f"{phrase} [was|has been|is|got|had been] {_MOVED} to {slot}",
+        *moved,
     ]
-    if kind in {ValueType.BOOLEAN, ValueType.DATETIME}:
-        return shapes[:1] + shapes[3:]
     if kind in {ValueType.NUMBER, ValueType.DATE}:
         shapes.append(f"{phrase} of {slot}")
     if kind is ValueType.DATE:
-        shapes.append(f"{_OWNER} {phrase} (is|was|will be|is now) (on|for) {slot}")
+        shapes.append(f"{_OWNER} {phrase} (is|will be|is now) (on|for) {slot}")
     if kind is ValueType.NUMBER:
         shapes += [
             f"{slot} {phrase}",
@@ -74,5 +79,5 @@ def _shapes(phrase: str, kind: ValueType) -> list[str]:
             f"{phrase} {_RISE_PAST} to {slot}",
         ]
     if kind in {ValueType.STRING, ValueType.ENUM}:
-        shapes.append(f"{slot} (is|was) (my|our) {phrase}")
+        shapes.append(f"{slot} is (my|our) {phrase}")
     return shapes

@@ -74,6 +74,7 @@ _MAY_PRECEDE = word_set(
     "cool nice great hmm um uh nope"
 )
 _WORDS = re.compile(r"[\w'’-]+")
+_OTHER_OWNERS = word_set("your his her their its")
 # The ASCII characters outside words (_WORDS): splitting at them gives _WORDS's words.
 _ASCII_BREAKS = {
     code: " " for code in range(128) if not re.fullmatch(r"[\w'’-]", chr(code), re.ASCII)
@@ -243,6 +244,9 @@ def _refusal(
         negation = NEGATION.search(span) if form.leading else NEGATION.match(span)
     if negation:
         return f"negated ({negation.group(0)!r})"
+    owner = prefix.split()[-1].casefold().replace("’", "'") if prefix.split() else ""
+    if owner.endswith(("'s", "s'")) or owner in _OTHER_OWNERS:
+        return f"someone else's (after {owner!r})"  # "my sister's city is Rome"
     if form.personal and _SHARED_SUBJECT.search(prefix):
         return "the subject is shared with someone else"
     last = prefix.rstrip()
