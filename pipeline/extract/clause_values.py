@@ -37,9 +37,12 @@ def clause_problem(value: str) -> str:
     folded = [word.casefold() for word in words]
     if folded and folded[0] in _SUBJECT:
         return f"starts with a subject ({words[0]!r})"
-    verb = next((word for word in folded if word in _FINITE), "")
+    # The first word may be a verb: an activity ("have a glass of beer", "do graphic design").
+    verb = next((word for word in folded[1:] if word in _FINITE), "")
     if verb:
         return f"holds a verb of its own ({verb!r})"
+    if len(folded) > 1 and folded[-1] in _PRONOUN:
+        return f"ends with a new subject ({words[-1]!r})"  # "kids they (are the best)"
     for before, after in zip(folded, folded[1:], strict=False):
         if before in _PRONOUN and after not in _PRONOUN:
             return f"holds a clause of its own ({before} {after})"

@@ -47,6 +47,15 @@ _CLAUSE_BREAK = re.compile(
 # "I've" is left alone: "the number of mentees I've worked with has grown" is one clause.
 _RUN_ON = re.compile(r"\s+(?=(?:i|i'm|im)\s+\w)", _FLAGS)
 _FULL_CLAUSE = re.compile(r"\b(?:i|we|i'm|im|i've|we're)\s+[\w'’-]+\s+[\w'’-]+", _FLAGS)
+# ... unless what stands before "I" leads into it: a subordinator ("when I work"), a verb of
+# saying or thinking ("I can't say I am a fan"), a vague noun ("things I don't like").
+_LEADS_IN = frozenset(
+    "when whenever while if because since as so that which who whom what why how where "
+    "though although than until till before after whether once unless say said think "
+    "thought guess know knew mean feel felt hope believe wish suppose bet admit swear heard "
+    "remember realize realized forget forgot tell told sure glad thing things stuff "
+    "something anything everything nothing one ones all way place places time times".split()
+)
 # What follows these is taken as given even inside a question: "how can I use the fact that I
 # secured 5 interviews?", "given that my budget is $650, should I ...?".
 _GIVEN = (
@@ -112,7 +121,12 @@ def _run_on(clause: str, start: int) -> Iterator[tuple[str, int]]:
     """`clause` split where "I" starts a new clause after a full one."""
     position = 0
     for match in _RUN_ON.finditer(clause):
-        if _FULL_CLAUSE.search(clause, position, match.start()):
+        before = clause[position : match.start()].split()
+        if (
+            before
+            and before[-1].casefold().strip(",") not in _LEADS_IN
+            and _FULL_CLAUSE.search(clause, position, match.start())
+        ):
             yield from _trimmed(clause[position : match.start()], start + position)
             position = match.end()
     yield from _trimmed(clause[position:], start + position)

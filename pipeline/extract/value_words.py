@@ -122,7 +122,7 @@ PARTICLES = word_set("up out on off over around back down away")
 LIGHT_VERBS = word_set(
     "doing being having getting going spending playing making taking seeing trying using do "
     "be have get go make take see try use watching living knowing play listening watch "
-    "helping learning meeting finding keeping giving buying help come"
+    "helping learning meeting finding keeping giving buying help come spend listen spoil"
 )
 GENERIC_PLACES = word_set(
     "town city village country countryside area place house apartment flat home suburb "
