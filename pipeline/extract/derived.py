@@ -14,8 +14,9 @@ BEAM and MSC (bench/README.md, "Derived forms"); the ones that misread were drop
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from schemas.catalog import AttributeSpec, ValueType
+from schemas.catalog import AttributeSpec, Catalog, ValueType
 from schemas.forms import MAX_FORM_CHARS
 
 # A unit at the end of a name says how the value is stored, not how people name it:
@@ -26,6 +27,18 @@ _OWNER = "[the|my|our|new|current]"
 _RISE = "(improved|increased|risen|grown|dropped|fallen|decreased|reached|hit|gone up|gone down)"
 _RISE_PAST = "(improved|increased|rose|grew|dropped|fell|decreased|went up|went down|climbed)"
 _MOVED = "(moved|rescheduled|postponed|pushed back|pushed|brought forward|changed|shifted)"
+
+
+def forms_in_effect(catalog: Catalog) -> dict[str, dict[str, Any]]:
+    """Per attribute, the forms the rules read it with and whether they were derived: what
+    `sgam catalog show --forms` prints."""
+    return {
+        name: {
+            "derived": spec.forms is None,
+            "forms": list(spec.forms) if spec.forms is not None else derived_forms(name, spec),
+        }
+        for name, spec in catalog.attributes.items()
+    }
 
 
 def derived_forms(name: str, spec: AttributeSpec) -> list[str]:
