@@ -40,8 +40,8 @@ from typing import Any
 from pipeline.catalog.loader import bundled_catalog
 from pipeline.extract import extract
 from pipeline.extract.clause_values import clause_problem
-from pipeline.extract.value_words import NUMBER_WORDS, word_set
 from pipeline.extract.rules import RulesExtractor
+from pipeline.extract.value_words import NUMBER_WORDS, word_set
 from pipeline.settings import Settings
 from schemas.episodes import Episode
 from schemas.extraction import Candidate

@@ -30,7 +30,9 @@ def explain_table(readings: list[ClauseReading], result: ExtractionResult) -> st
             lines.append(f"  built-in form: {reading.statement}")
         lines.append(f"  tried {len(reading.tried)} catalogue form(s)")
         for hit in reading.hits:
-            form = f"{hit.form!r}" + (" (derived from its name and synonyms)" if hit.derived else "")
+            form = f"{hit.form!r}" + (
+                " (derived from its name and synonyms)" if hit.derived else ""
+            )
             if hit.refused:
                 lines.append(f"  refused  {hit.attribute}  {form}: {hit.refused}")
             else:

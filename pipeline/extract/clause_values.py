@@ -9,20 +9,22 @@ from __future__ import annotations
 
 import re
 
+from pipeline.extract.value_words import word_set
+
 MAX_VALUE_WORDS = 6
 """A value longer than this is a description, not a value (README, "What the rules read")."""
 
-_SUBJECT = frozenset(
+_SUBJECT = word_set(
     "i i'm im i've ive i'd i'll we we're we've you you're he he's she she's they they're "
-    "it's there's that's".split()
+    "it's there's that's"
 )
 # Verbs that are finite in any person: a value holding one says something of its own.
-_FINITE = frozenset(
+_FINITE = word_set(
     "am is are was were has have had do does did will would can could should shall might "
     "must isn't aren't wasn't weren't don't doesn't didn't won't can't couldn't hasn't "
-    "haven't wouldn't shouldn't".split()
+    "haven't wouldn't shouldn't"
 )
-_PRONOUN = frozenset("i we he she they you".split())
+_PRONOUN = word_set("i we he she they you")
 _WORD = re.compile(r"[\w'’-]+")
 
 

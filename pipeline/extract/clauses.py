@@ -14,6 +14,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from pipeline.extract.value_words import word_set
+
 _FLAGS = re.IGNORECASE
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+|;\s*|\s+[-–—]+\s+")
 _PRONOUN_START = r"(?=(?:i|i'm|i've|i'd|i'll|im|ive|my|we|we're|we've|our)\b)"
@@ -49,12 +51,12 @@ _RUN_ON = re.compile(r"\s+(?=(?:i|i'm|im)\s+\w)", _FLAGS)
 _FULL_CLAUSE = re.compile(r"\b(?:i|we|i'm|im|i've|we're)\s+[\w'’-]+\s+[\w'’-]+", _FLAGS)
 # ... unless what stands before "I" leads into it: a subordinator ("when I work"), a verb of
 # saying or thinking ("I can't say I am a fan"), a vague noun ("things I don't like").
-_LEADS_IN = frozenset(
+_LEADS_IN = word_set(
     "when whenever while if because since as so that which who whom what why how where "
     "though although than until till before after whether once unless say said think "
     "thought guess know knew mean feel felt hope believe wish suppose bet admit swear heard "
     "remember realize realized forget forgot tell told sure glad thing things stuff "
-    "something anything everything nothing one ones all way place places time times".split()
+    "something anything everything nothing one ones all way place places time times"
 )
 # What follows these is taken as given even inside a question: "how can I use the fact that I
 # secured 5 interviews?", "given that my budget is $650, should I ...?".

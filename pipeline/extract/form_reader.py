@@ -292,6 +292,8 @@ def _prefer_terms(
     for hit in hits:
         slot = slots[(hit.attribute, hit.form)]
         if not hit.refused and slot != "term" and set(hit.values) & termed:
-            hit = FormHit(hit.attribute, hit.form, (), "the same words name a listed term", hit.derived)
+            hit = FormHit(
+                hit.attribute, hit.form, (), "the same words name a listed term", hit.derived
+            )
         out.append(hit)
     return out

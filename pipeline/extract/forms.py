@@ -55,7 +55,7 @@ def compile_forms(catalog: Catalog) -> list[CompiledForm]:
     compiled = []
     for name, spec in catalog.attributes.items():
         declared = spec.forms is not None
-        for form in spec.forms if declared else derived_forms(name, spec):
+        for form in spec.forms if spec.forms is not None else derived_forms(name, spec):
             parts = parse_form(form)
             leading = isinstance(parts[0], Slot) and parts[0].name == value_slot(parts)
             body = _sequence(parts, value_last=_value_last(parts))
@@ -126,7 +126,6 @@ def _part(part: Part, value_last: bool) -> str:
         return r"(?P<value>\S.*)" if value_last else r"(?P<value>\S.*?)"
     options = "|".join(_sequence(option, value_last=False) for option in part.options)
     return f"(?:{options})"
-
 
 
 _COMMON = word_set(

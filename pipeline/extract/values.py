@@ -41,9 +41,8 @@ from pipeline.extract.value_words import (
     THEIR_OWN,
     THERE,
     VAGUE_OBJECTS,
-    word_set,
 )
-from schemas.catalog import AttributeSpec, ValueType
+from schemas.catalog import AttributeSpec
 
 _FLAGS = re.IGNORECASE
 
@@ -222,17 +221,6 @@ def _term(value: str, terms: list[str]) -> str:
         if match and len(before) <= 2 and not FIGURATIVE & set(before):
             return value
     return ""
-
-
-# "I'm a great cook", "a terrible singer": a judgement of a skill, not an occupation.
-JUDGING = word_set(
-    "good great bad terrible awful decent excellent amazing awesome big huge better best worse "
-    "worst pretty fine poor lousy natural born"
-)
-
-
-# "my fur babies" are pets, not children.
-FIGURATIVE = word_set("fur furry")
 
 
 def _leading_term(span: str, terms: list[str]) -> str:

@@ -87,7 +87,10 @@ def test_a_question_tail_ends_a_statement_without_punctuation() -> None:
         ("Well I love animals I have 3 cats", ["Well I love animals", "I have 3 cats"]),
         ("the zoo I work at is big", ["the zoo I work at is big"]),  # no full clause before
         ("I can't say I am a huge fan", ["I can't say I am a huge fan"]),  # said, not stated
-        ("I enjoy singing when I work in the garden", ["I enjoy singing when I work in the garden"]),
+        (
+            "I enjoy singing when I work in the garden",
+            ["I enjoy singing when I work in the garden"],
+        ),
         (
             "the number of mentees I've worked with has grown to 7",
             ["the number of mentees I've worked with has grown to 7"],
