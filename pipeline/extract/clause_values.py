@@ -18,11 +18,13 @@ _SUBJECT = word_set(
     "i i'm im i've ive i'd i'll we we're we've you you're he he's she she's they they're "
     "it's there's that's"
 )
-# Verbs that are finite in any person: a value holding one says something of its own.
+# Verbs that are finite (and a few common ones in the third person: "drink goes well"): a
+# value holding one says something of its own.
 _FINITE = word_set(
     "am is are was were has have had do does did will would can could should shall might "
     "must isn't aren't wasn't weren't don't doesn't didn't won't can't couldn't hasn't "
-    "haven't wouldn't shouldn't"
+    "haven't wouldn't shouldn't goes makes gets says comes looks seems feels means needs wants "
+    "tastes sounds smells gives takes keeps lets"
 )
 _PRONOUN = word_set("i we he she they you")
 _WORD = re.compile(r"[\w'’-]+")

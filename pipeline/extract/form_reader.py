@@ -43,7 +43,7 @@ NEAR_WORDS = 4
 # A clause that tells of an end states what no longer holds: "I just divorced my wife", "my
 # ex wife", "my dog passed away", "I lost my job at the bank", "I quit working at Google".
 ENDED = re.compile(
-    r"\b(?:divorc\w*|separated|broke\s+up|split\s+up|passed\s+away|died|dies|widowed|ex|"
+    r"\b(?:divorc\w*|separated|broke\s+up|split\s+up|passed\s+away|died|dies|widowed|ex|x|"
     r"former|quit|quitting|lost\s+(?:my|our)|fired|laid\s+off|left\s+me)\b",
     _FLAGS,
 )

@@ -116,7 +116,7 @@ EMPTY_VALUE = word_set(
     "on by from night nights day days week weeks month months year years work job is are was "
     "were has had little morning "
     "evening afternoon mornings evenings weekends weekend shifts shift their theirs big huge "
-    "great good new some any whatever"
+    "great good new some any whatever variety"
 )
 PARTICLES = word_set("up out on off over around back down away")
 LIGHT_VERBS = word_set(
