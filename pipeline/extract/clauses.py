@@ -4,7 +4,9 @@ The rules read clauses, not sentences: in "Given that my budget is $650, should 
 the first clause states a fact and only the last one asks. A sentence ending in `?` has its
 last clause questioned (unless that clause is a tag such as "do you?" or "what about you?",
 which then is the only one questioned); any clause that opens like a question (`do you`,
-`what`, `is it`) is questioned wherever it stands, with or without a question mark. What
+`what`, `is it`) is questioned wherever it stands, with or without a question mark. A tail
+("how about you?", "what about you", "and you?") ends the clause before it even without a
+comma, and a run-on turn is split where "I" starts a new clause after a full one. What
 follows "the fact that", "given that", "now that", "remind me that" is taken as stated.
 """
 
@@ -45,7 +47,8 @@ _CLAUSE_BREAK = re.compile(
     _FLAGS,
 )
 # A run-on turn: "I" starting a new clause after a full clause (a subject, its verb and a
-# word more: "well I love animals I have 3 cats"), not after a noun ("the zoo I work at").
+# word more: "well I love animals I have 3 cats"); with no full clause before it, "I" is
+# inside a phrase ("the zoo I work at").
 # "I've" is left alone: "the number of mentees I've worked with has grown" is one clause.
 _RUN_ON = re.compile(r"\s+(?=(?:i|i'm|im)\s+\w)", _FLAGS)
 _FULL_CLAUSE = re.compile(r"\b(?:i|we|i'm|im|i've|we're)\s+[\w'’-]+\s+[\w'’-]+", _FLAGS)
