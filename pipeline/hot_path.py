@@ -21,6 +21,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 from sqlalchemy import or_, select
 
+from pipeline.catalog.names import nothing_matched
 from pipeline.db.inserts import check_columns
 from pipeline.db.models import EPISODES, EpisodeRow, FactRow, IdempotencyRow
 from pipeline.db.store import Store
@@ -113,6 +114,11 @@ class Remembered(BaseModel):
     deferred: bool = Field(
         default=False, description="the model was slow or failed: the workers take over"
     )
+    note: str | None = Field(
+        default=None,
+        description="why nothing was written when nothing in the text was recognised: the "
+        "catalogue read with",
+    )
     conflicts: SkipJsonSchema[list[ConflictError]] = Field(default_factory=list, exclude=True)
     # A repeated request's answer: the first one's, nothing written now (HTTP's
     # Idempotent-Replayed; not part of the JSON answer).
@@ -127,7 +133,7 @@ def remember(
         # A repeat answers before anything is extracted (checked again under the key's lock).
         earlier = store.run(lambda unit: _answered(unit, request))
         if earlier is not None:
-            return earlier
+            return _noted(store, earlier)
     now = store.clock()
     claimed = _claimed(request, now)
     with tracing.span(
@@ -140,7 +146,14 @@ def remember(
     ) as opened:
         remembered = _remember(store, request, claimed, now, llm)
         opened.set_attribute(names.SGAM_OUTCOME, "deferred" if remembered.deferred else "done")
-        return remembered
+        return _noted(store, remembered)
+
+
+def _noted(store: Store, answer: Remembered) -> Remembered:
+    """The answer with a note naming the catalogue when nothing at all was recognised."""
+    if answer.facts or answer.rejected or answer.deferred or answer.conflicts:
+        return answer
+    return answer.model_copy(update={"note": nothing_matched(store.settings)})
 
 
 def _remember(

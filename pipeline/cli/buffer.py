@@ -24,6 +24,7 @@ STATUSES = [status.value for status in CandidateStatus] + ["all"]
     type=click.Choice(STATUSES),
     default=CandidateStatus.BUFFERED.value,
     show_default=True,
+    help="Only candidates in this state.",
 )
 @json_output
 def candidates(tenant: str, status: str, as_json: bool, **options: Any) -> None:
