@@ -43,7 +43,6 @@ def ingest(file: Path, skip_invalid: bool, as_json: bool) -> None:
     and each episode ends done or failed before it returns. Prints one receipt per line."""
     from pipeline.episodes.intake import ingest as ingest_episodes
     from pipeline.episodes.intake import parse_episodes
-
     from pipeline.settings import load_settings
 
     load_settings()  # a bad setting is named before the input is judged
