@@ -39,6 +39,7 @@ def serve(host: str, port: int, workers: int, access_log: bool, log_level: str) 
     Requests carry `Authorization: Bearer KEY` (see `sgam keys create`)."""
     import uvicorn
 
+    from pipeline.api.protocol import PROTOCOL
     from pipeline.logs import uvicorn_config
 
     with opened_store() as store:
@@ -60,6 +61,7 @@ def serve(host: str, port: int, workers: int, access_log: bool, log_level: str) 
         # Every server process logs through SGAM's handler, in SGAM_LOG_FORMAT.
         log_config=uvicorn_config(store.settings.log_format, log_level),
         server_header=False,
+        http=PROTOCOL,  # a request uvicorn cannot parse is refused with a problem document
     )
 
 
