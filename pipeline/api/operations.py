@@ -220,6 +220,7 @@ def decide(
     candidate_id = identifier("candidate_id", candidate_id)
     require_owned(store, key, "candidate", candidate_id)
     command = {"tenant_id": key.tenant_id, "candidate_id": candidate_id, "actor": key.key_id}
+    command["by"] = "reviewer"  # a reviewer's key decides, not the user the fact is about
     with memory_span(
         names.UPDATE_MEMORY, tenant_id=key.tenant_id, record_id=candidate_id
     ) as opened:

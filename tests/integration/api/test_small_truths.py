@@ -88,3 +88,19 @@ def test_a_fresh_idempotency_key_meeting_a_stored_episode_is_a_duplicate_not_a_r
     assert "Idempotent-Replayed" not in keyed.headers  # the key was never used before
     # The key wrote nothing, so it kept nothing to replay: its repeat meets the same episode.
     assert again.json()["receipts"] == keyed.json()["receipts"]
+
+
+def test_a_reviewers_confirm_is_recorded_as_the_reviewers_not_the_users(
+    server: Server, keys: Keys
+) -> None:
+    with server.client(keys("writer")) as api:
+        api.post("/v1/episodes", json=episode_body("please contact me by email"))
+    with server.client(keys("reviewer")) as api:
+        (candidate,) = api.get("/v1/candidates", params={"subject": "mira"}).json()
+        confirmed = api.post(f"/v1/candidates/{candidate['candidate_id']}/confirm")
+        logged = api.get("/v1/log", params={"subject": "mira"}).json()
+
+    assert confirmed.status_code == 200, confirmed.text
+    assert confirmed.json()["fact"]["trust"] == "verified"  # not user_confirmed
+    reasons = [event["reason"] for event in logged if event["kind"] == "candidate_confirmed"]
+    assert reasons == [f"candidate {candidate['candidate_id']}: confirmed by a reviewer"]
