@@ -161,6 +161,8 @@ def _store_chunk(unit: Unit, *, chunk: list[tuple[int, EpisodeIn]]) -> Stored:
         seen = used.get((episode.tenant_id, idempotency)) if idempotency is not None else None
         if idempotency is not None and seen is not None:
             check_repeat(vars(seen), _fingerprint(episode), idempotency)
+            if reserved(seen.result):  # the first intake is at work: as HTTP's 409 says
+                refuse_while_reserved(seen.result, now, idempotency, retry_s=_RETRY_S)
             stored_id = seen.result["episode_id"]
             repeats[line] = Receipt(line=line, episode_id=stored_id, status=ReceiptStatus.DUPLICATE)
             continue
