@@ -25,7 +25,6 @@ from schemas.fields import Identifier
 from schemas.lifecycle import CandidateStatus
 from schemas.results import Decided, StoredCandidate, SupportedCandidate
 
-
 # A user vouches for what they said themselves; a reviewer vouches as a promotion does.
 CONFIRMED_TRUST = {"user": Trust.USER_CONFIRMED, "reviewer": Trust.VERIFIED}
 

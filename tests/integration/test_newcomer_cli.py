@@ -369,3 +369,36 @@ def test_keys_revoke_of_a_key_that_does_not_match_never_repeats_it(
     assert err == "sgam: NotFound: no API key matching what was given\n"
     assert presented not in out + err
     assert listed[0]["revoked_at"] is None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the warning is a root's")
+def test_the_workers_first_line_as_root_is_ours_and_says_what_it_means(tmp_path: Path) -> None:
+    broker = os.environ.get("SGAM_TEST_REDIS_URL", "redis://127.0.0.1:6379/10")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SGAM_")}
+    env |= {"SGAM_DATABASE_URL": f"sqlite:///{tmp_path / 'sgam.sqlite3'}"}
+    env |= {"SGAM_BROKER_URL": broker, "SGAM_CATALOG": "support"}
+    worker = subprocess.Popen(
+        [SGAM, "worker", "--concurrency", "1", "--queues", f"none-{tmp_path.name}"],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    seen: list[str] = []
+    try:
+        assert worker.stdout is not None
+        for line in worker.stdout:
+            seen.append(line)
+            if "ready" in line or len(seen) > 200:
+                break
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+        if worker.stdout is not None:
+            worker.stdout.close()
+
+    said = "".join(seen)
+    assert "ready" in said, said[-2000:]
+    assert "superuser privileges" not in said  # Celery's own, naming a --uid we do not take
+    assert "the worker runs as root: its tasks accept JSON only" in said
