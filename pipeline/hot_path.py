@@ -64,7 +64,7 @@ from schemas.episodes import Episode, EpisodeText, EpisodeTime, SourceKind
 from schemas.facts import Fact, Trust
 from schemas.fields import Identifier
 from schemas.lifecycle import UNFINISHED, EpisodeStatus
-from schemas.results import Rejection
+from schemas.results import Rejection, absent_when_none
 
 log = logging.getLogger("sgam.hot_path")
 
@@ -116,8 +116,9 @@ class Remembered(BaseModel):
     )
     note: str | None = Field(
         default=None,
-        description="why nothing was written when nothing in the text was recognised: the "
-        "catalogue read with",
+        exclude_if=absent_when_none,
+        description="when nothing in the text was recognised: the catalogue it was read with "
+        "(absent: something was)",
     )
     conflicts: SkipJsonSchema[list[ConflictError]] = Field(default_factory=list, exclude=True)
     # A repeated request's answer: the first one's, nothing written now (HTTP's

@@ -168,8 +168,9 @@ class EpisodeDetail(StoredEpisode):
     facts: list[Fact]
     note: str | None = Field(
         default=None,
+        exclude_if=absent_when_none,
         description="when the episode is done and nothing in it was recognised: the "
-        "catalogue it was read with",
+        "catalogue it was read with (absent: something was, or it is not done)",
     )
 
 

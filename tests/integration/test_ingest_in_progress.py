@@ -38,7 +38,7 @@ def test_a_repeat_while_the_first_intake_works_is_in_progress_in_python_and_on_t
     }
     path = tmp_path / "episode.jsonl"
     path.write_text(json.dumps(sent) + "\n")
-    with StubServer(latency_s=8.0) as stub:
+    with StubServer(latency_s=20.0) as stub:  # outlasts the CLI's start on a busy machine
         slow = open_store(
             isolated_settings(
                 database_url=postgres_url, llm_base_url=stub.base_url, llm_model="stub"
