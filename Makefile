@@ -18,9 +18,14 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/sgam demo
 
+# Four xdist workers: most tests wait on servers, workers and the database, so four keep two
+# cores busy; each worker has its own databases (tests/parallel.py), a test file stays on one
+# worker and an xdist_group's tests run one at a time (tests/conftest.py).
+XDIST  ?= -n 4 --dist loadgroup
+
 ## The whole suite: lint, strict types, then every test on SQLite and the real Postgres/Redis.
 test: check services
-	$(BIN)/pytest --durations=15
+	$(BIN)/pytest $(XDIST) --durations=40
 
 check: lint typecheck
 
