@@ -4,7 +4,7 @@ PYTHON ?= python3
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test check lint typecheck services bench clean
+.PHONY: demo test test-fast check lint typecheck services bench clean
 
 # PYTHONWARNINGS hides the notice setuptools prints on every editable install (a folder named
 # like a package may shadow it): here those folders are the packages.
@@ -26,6 +26,12 @@ XDIST  ?= -n 4 --dist loadgroup
 ## The whole suite: lint, strict types, then every test on SQLite and the real Postgres/Redis.
 test: check services
 	$(BIN)/pytest $(XDIST) --durations=40
+
+## The loop between edits: unit tests and the integration tests on SQLite (no PostgreSQL,
+## Celery, browser or slow test; Redis is still used by a few).
+FAST   := not postgres and not celery and not browser and not slow
+test-fast: $(STAMP)
+	$(BIN)/pytest $(XDIST) -q -m "$(FAST)"
 
 check: lint typecheck
 

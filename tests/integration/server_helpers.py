@@ -82,7 +82,9 @@ def start_server(database_url: str, workdir: Path, *options: str, **settings: st
         if process.poll() is not None:
             raise AssertionError(f"sgam serve exited with {process.returncode}\n{server.logs()}")
         try:
-            if httpx2.get(server.url + "/healthz", timeout=1).status_code == 200:
+            # 5 s per probe: a loaded machine answers slowly, and a probe that times out
+            # every time would never see the server that is up.
+            if httpx2.get(server.url + "/healthz", timeout=5).status_code == 200:
                 return server
         except httpx2.TransportError:
             time.sleep(0.1)
