@@ -19,9 +19,9 @@ demo: $(STAMP)
 	$(BIN)/sgam demo
 
 # Four xdist workers: most tests wait on servers, workers and the database, so four keep two
-# cores busy; each worker has its own databases (tests/parallel.py), a test file stays on one
-# worker and an xdist_group's tests run one at a time (tests/conftest.py).
-XDIST  ?= -n 4 --dist loadgroup
+# cores busy; each worker has its own databases (tests/parallel.py), and a test file stays on
+# one worker (loadfile), so its module-scoped servers and Celery workers start once.
+XDIST  ?= -n 4 --dist loadfile
 
 ## The whole suite: lint, strict types, then every test on SQLite and the real Postgres/Redis.
 test: check services

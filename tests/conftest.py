@@ -27,21 +27,6 @@ from tests.factories import FrozenClock, isolated_settings
 os.environ["SGAM_CATALOG"] = "support"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under `pytest -n N --dist loadgroup`, a test file runs on one xdist worker, so its
-    module-scoped servers and Celery workers start once; a test marked
-    `xdist_group("name")` runs with the others of that name, on one worker, one at a time
-    (the browser tests share one Chromium; the timing-sensitive ones do not crowd each other
-    on two cores). xdist reads the marks after this hook (its own runs last)."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is not None:
-            continue
-        browser = item.get_closest_marker("browser") is not None
-        item.add_marker(
-            pytest.mark.xdist_group("browser" if browser else item.nodeid.split("::")[0])
-        )
-
-
 @pytest.fixture(scope="session")
 def postgres_url() -> str:
     create_database(POSTGRES_URL)

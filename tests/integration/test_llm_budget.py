@@ -20,10 +20,6 @@ from pipeline.settings import Settings
 from tests.integration.celery_helpers import REDIS_URL
 from tests.unit.extract_helpers import catalog, episode
 
-# Judged by the clock (calls in flight, requests a minute): run one at a time with the other
-# timing-sensitive tests, on one xdist worker, so they do not crowd each other (tests/conftest.py).
-pytestmark = pytest.mark.xdist_group("timing")
-
 
 class Clock:
     def __init__(self) -> None:

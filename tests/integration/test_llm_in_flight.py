@@ -23,10 +23,6 @@ from tests.integration.celery_helpers import REDIS_URL, flush_redis
 from tests.integration.pipeline_helpers import TENANT, episode
 from tests.integration.stub_llm import StubServer
 
-# Judged by the clock (calls in flight, requests a minute): run one at a time with the other
-# timing-sensitive tests, on one xdist worker, so they do not crowd each other (tests/conftest.py).
-pytestmark = pytest.mark.xdist_group("timing")
-
 TEXT = "The river view from my flat is lovely ({})."
 
 
