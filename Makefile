@@ -4,7 +4,7 @@ PYTHON ?= python3
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test test-fast check lint typecheck services bench clean
+.PHONY: demo test test-fast check lint typecheck docs services bench clean
 
 # PYTHONWARNINGS hides the notice setuptools prints on every editable install (a folder named
 # like a package may shadow it): here those folders are the packages.
@@ -23,8 +23,9 @@ demo: $(STAMP)
 # one worker (loadfile), so its module-scoped servers and Celery workers start once.
 XDIST  ?= -n 4 --dist loadfile
 
-## The whole suite: lint, strict types, then every test on SQLite and the real Postgres/Redis.
-test: check services
+## The whole suite: lint, strict types, the documentation site, then every test on SQLite and
+## the real Postgres/Redis.
+test: check docs services
 	$(BIN)/pytest $(XDIST) --durations=40
 
 ## The loop between edits: unit tests and the integration tests on SQLite (no PostgreSQL,
@@ -32,6 +33,13 @@ test: check services
 FAST   := not postgres and not celery and not browser and not slow
 test-fast: $(STAMP)
 	$(BIN)/pytest $(XDIST) -q -m "$(FAST)"
+
+## The documentation site, offline, into site/: the reference pages must match the code
+## (scripts/reference.py writes them), and any warning (a broken link, an asset from another
+## host) fails the build.
+docs: $(STAMP)
+	$(BIN)/python scripts/reference.py --check
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 check: lint typecheck
 
@@ -49,4 +57,4 @@ bench: $(STAMP) services
 	$(BIN)/python bench/ledger.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis sgam.sqlite3* sgam-demo.sqlite3*
+	rm -rf $(VENV) site .mypy_cache .pytest_cache .ruff_cache .hypothesis sgam.sqlite3* sgam-demo.sqlite3*
