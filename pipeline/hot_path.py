@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import Counter
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
@@ -33,7 +32,7 @@ from pipeline.episodes.stage import (
     earlier,
     finish_new,
     insert_new,
-    observe_episode,
+    observe_remembered,
     one_time_name,
     read_row,
     run_extraction,
@@ -113,7 +112,7 @@ def _remember(
             return earlier(store, request, claimed.key[1])
         answer, decisions = decided
         if not answer.replayed:
-            _observe(claimed, "done", decisions, started)
+            observe_remembered(claimed, "done", decisions, started)
         return answer
     # The rules found nothing and a model is configured: commit the episode first, under a
     # lease like any claim, so that a slow or failing model loses nothing (should this process
@@ -129,14 +128,14 @@ def _remember(
         seconds = store.settings.hot_path_deadline_ms / 1000
         result = run_extraction(store, claimed.episode, fallback.within(seconds))
         if isinstance(result, LlmFailure):
-            _observe(claimed, "deferred", [], started)
+            observe_remembered(claimed, "deferred", [], started)
             return _kept(store, keyed, defer(store, claimed.key))
         if not isinstance(result, ExtractionResult):
             raise result
         outcome = decide_and_finish(store, [claimed], {claimed.key: result})[claimed.key]
         if outcome.forgotten:
             raise NotFound(outcome.error or f"subject {request.subject} was forgotten")
-        _observe(claimed, str(outcome.status), outcome.decisions, started)
+        observe_remembered(claimed, str(outcome.status), outcome.decisions, started)
         return _kept(store, keyed, answer_of(claimed.key[1], result, outcome.decisions))
     except BaseException:
         _release(store, keyed)
@@ -192,21 +191,3 @@ def _release(store: Store, keyed: Keyed) -> None:
         log.warning(
             "idempotency reservation left to expire", extra={"tenant": keyed.request.tenant_id}
         )
-
-
-def _observe(claimed: Claimed, outcome: str, decisions: list[Decision], started: float) -> None:
-    """Count the hot lane's episode and its decisions, and log it (ids and counts only)."""
-    actions = [str(decision.action) for decision in decisions]
-    observe_episode(Lane.HOT.value, outcome, actions)
-    tenant_id, episode_id = claimed.key
-    log.info(
-        "episode remembered",
-        extra={
-            "tenant": tenant_id,
-            "episode_id": episode_id,
-            "lane": Lane.HOT.value,
-            "outcome": outcome,
-            "duration_ms": round((time.perf_counter() - started) * 1000, 3),
-            "decisions": dict(Counter(actions)),
-        },
-    )

@@ -6,7 +6,10 @@ the hand-over to the background lane when the model fails or is too slow."""
 
 from __future__ import annotations
 
+import logging
+import time
 import uuid
+from collections import Counter
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -21,6 +24,7 @@ from pipeline.db.unit import Unit
 from pipeline.episodes.claimed import Claimed
 from pipeline.episodes.dispatch import EpisodeKey
 from pipeline.episodes.drive import drive
+from pipeline.episodes.lane_metrics import observe_episode
 from pipeline.episodes.records import text_hash
 from pipeline.errors import ConflictError, IdempotencyConflict, NotFound
 from pipeline.extract.result import ExtractionResult
@@ -31,6 +35,8 @@ from schemas.facts import Fact, Trust
 from schemas.fields import Identifier
 from schemas.lifecycle import UNFINISHED, EpisodeStatus
 from schemas.results import Rejection
+
+log = logging.getLogger("sgam.hot_path")
 
 
 def one_time_name(data: Any) -> Any:
@@ -176,3 +182,23 @@ def earlier(store: Store, request: RememberIn, episode_id: str) -> Remembered:
         written = [Fact.model_validate(fact, from_attributes=True) for fact in facts]
     deferred = status in UNFINISHED
     return Remembered(episode_id=row_id, facts=written, deferred=deferred, replayed=True)
+
+
+def observe_remembered(
+    claimed: Claimed, outcome: str, decisions: list[Decision], started: float
+) -> None:
+    """Count the hot lane's episode and its decisions, and log it (ids and counts only)."""
+    actions = [str(decision.action) for decision in decisions]
+    observe_episode(Lane.HOT.value, outcome, actions)
+    tenant_id, episode_id = claimed.key
+    log.info(
+        "episode remembered",
+        extra={
+            "tenant": tenant_id,
+            "episode_id": episode_id,
+            "lane": Lane.HOT.value,
+            "outcome": outcome,
+            "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+            "decisions": dict(Counter(actions)),
+        },
+    )

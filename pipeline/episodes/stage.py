@@ -14,8 +14,9 @@ path, `pipeline/hot_path.py`) and consolidation use of `pipeline.episodes`, and 
 - **record spend** — `record_spend(unit, claimed, extracted)`: what each model call spent, on
   its episode as soon as its answer is in.
 
-The hot lane's request and answer (`RememberIn`, `Remembered`) and its own steps (`answer_of`,
-`earlier`, `defer`) live in `remembering.py`; the shared types in `claimed.py`.
+The hot lane's request and answer (`RememberIn`, `Remembered`) and its own steps
+(`answer_of`, `earlier`, `defer`, `observe_remembered`) live in `remembering.py`; the shared
+types in `claimed.py`.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from pipeline.episodes.claimed import Claimed, Extracted, Outcome
 from pipeline.episodes.claiming import claim, claim_waiting
 from pipeline.episodes.contexts import batch_contexts, context_for, run_extraction
 from pipeline.episodes.finishing import decide_and_finish, finish, finish_new, record_spend
-from pipeline.episodes.lane_metrics import observe_episode
 from pipeline.episodes.records import insert_new, read_row
 from pipeline.episodes.remembering import (
     Remembered,
@@ -33,6 +33,7 @@ from pipeline.episodes.remembering import (
     claimed_now,
     defer,
     earlier,
+    observe_remembered,
     one_time_name,
 )
 
@@ -54,7 +55,7 @@ __all__ = [
     "finish",
     "finish_new",
     "insert_new",
-    "observe_episode",
+    "observe_remembered",
     "one_time_name",
     "read_row",
     "record_spend",
