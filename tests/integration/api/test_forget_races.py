@@ -57,15 +57,16 @@ def raced(
 
 
 def test_eight_parallel_dismisses_have_one_winner(raced: tuple[Server, Keys]) -> None:
-    """Today seven of them answered 200 and logged a dismiss each."""
+    """Today seven of them could answer 200 and log a dismiss each (five tries: a busy
+    machine may serialise one)."""
     with Doors(*raced) as doors, ThreadPoolExecutor(max_workers=8) as pool:
-        state = set_up(doors, "eight-dismisses")
-        race(doors, state, ["dismiss"] * 8, pool)
-        broken = check(doors, state)
-    codes = sorted(code for _, code in state.answers)
-    assert codes.count(200) == 1, codes
-    assert set(codes) - {200} <= {404, 409}, codes
-    assert broken == []
+        for attempt in range(5):
+            state = set_up(doors, f"eight-dismisses-{attempt}")
+            race(doors, state, ["dismiss"] * 8, pool)
+            codes = sorted(code for _, code in state.answers)
+            assert codes.count(200) == 1, codes
+            assert set(codes) - {200} <= {404, 409}, codes
+            assert check(doors, state) == []
 
 
 def test_a_confirm_after_a_forget_or_purge_is_not_found(raced: tuple[Server, Keys]) -> None:
