@@ -209,8 +209,17 @@ def _one_winner(state: Round, log: list[dict[str, Any]]) -> list[str]:
     return found
 
 
-def run_rounds(server: Server, keys: Keys, rounds: int, *, seed: int, parallel: int = 3) -> Tally:
-    """`rounds` rounds, `parallel` subjects at a time, each with its own random mix."""
+def run_rounds(
+    server: Server,
+    keys: Keys,
+    rounds: int,
+    *,
+    seed: int,
+    parallel: int = 3,
+    progress: Callable[[Tally], None] | None = None,
+) -> Tally:
+    """`rounds` rounds, `parallel` subjects at a time, each with its own random mix;
+    `progress` is called with the tally after each round."""
     tally = Tally()
     lock = threading.Lock()
     racers = ThreadPoolExecutor(max_workers=16 * parallel)
@@ -227,6 +236,8 @@ def run_rounds(server: Server, keys: Keys, rounds: int, *, seed: int, parallel: 
             tally.statuses.update(state.answers)
             tally.forgotten_rounds += any(n in ("forget", "purge") for n in chosen)
             tally.violations += [f"round {index} ({state.subject}): {v}" for v in broken]
+            if progress is not None:
+                progress(tally)
 
     with Doors(server, keys) as doors, racers, ThreadPoolExecutor(parallel) as rounds_pool:
         list(rounds_pool.map(one, range(rounds)))

@@ -52,7 +52,9 @@ def free_port() -> int:
         return port
 
 
-def start_server(database_url: str, workdir: Path, *options: str, **settings: str) -> Server:
+def start_server(
+    database_url: str, workdir: Path, *options: str, ready_within_s: float = 60, **settings: str
+) -> Server:
     port = free_port()
     env = {
         **os.environ,
@@ -74,7 +76,7 @@ def start_server(database_url: str, workdir: Path, *options: str, **settings: st
             stderr=subprocess.STDOUT,
         )
     server = Server(f"http://127.0.0.1:{port}", database_url, process, log)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + ready_within_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise AssertionError(f"sgam serve exited with {process.returncode}\n{server.logs()}")
@@ -84,7 +86,7 @@ def start_server(database_url: str, workdir: Path, *options: str, **settings: st
         except httpx2.TransportError:
             time.sleep(0.1)
     stop_server(server)
-    raise AssertionError(f"sgam serve did not answer within 60 s\n{server.logs()}")
+    raise AssertionError(f"sgam serve did not answer within {ready_within_s} s\n{server.logs()}")
 
 
 def stop_server(server: Server) -> None:
