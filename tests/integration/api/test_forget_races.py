@@ -51,7 +51,7 @@ def raced(
         create_key(store, {"tenant_id": tenant, "role": role})[1] for role in Keys.__annotations__
     ]
     store.dispose()
-    server = start_server(url, workdir)
+    server = start_server(url, workdir, ready_within_s=180, SGAM_API_RATE_PER_S="0")
     yield server, Keys(*made)
     stop_server(server)
 
