@@ -79,7 +79,9 @@ def main() -> None:
         create_key(store, {"tenant_id": "soak", "role": role})[1] for role in Keys.__annotations__
     ]
     store.dispose()
-    server = start_server(url, workdir, ready_within_s=600, SGAM_API_RATE_PER_S="0")
+    server = start_server(
+        url, workdir, ready_within_s=600, SGAM_API_RATE_PER_S="0", SGAM_CATALOG="support"
+    )
     load_before = machine_load()
     started = time.perf_counter()
     try:

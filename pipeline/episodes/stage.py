@@ -13,6 +13,8 @@ path, `pipeline/hot_path.py`) and consolidation use of `pipeline.episodes`, and 
   result)`: an episode received and decided in the caller's unit (the hot lane's common case).
 - **record spend** — `record_spend(unit, claimed, extracted)`: what each model call spent, on
   its episode as soon as its answer is in.
+- **drive** — `drive(store, keys)`, `sweep(store)`: send episodes to the workers again (what
+  consolidation re-drives), and find the ones whose message or lease was lost.
 
 The hot lane's request and answer (`RememberIn`, `Remembered`) and its own steps
 (`answer_of`, `earlier`, `defer`, `observe_remembered`) live in `remembering.py`; the shared
@@ -24,7 +26,10 @@ from __future__ import annotations
 from pipeline.episodes.claimed import Claimed, Extracted, Outcome
 from pipeline.episodes.claiming import claim, claim_waiting
 from pipeline.episodes.contexts import batch_contexts, context_for, run_extraction
+from pipeline.episodes.dispatch import EpisodeKey
+from pipeline.episodes.drive import drive, sweep
 from pipeline.episodes.finishing import decide_and_finish, finish, finish_new, record_spend
+from pipeline.episodes.lane_metrics import observe_consolidation
 from pipeline.episodes.records import insert_new, read_row
 from pipeline.episodes.remembering import (
     Remembered,
@@ -39,6 +44,7 @@ from pipeline.episodes.remembering import (
 
 __all__ = [
     "Claimed",
+    "EpisodeKey",
     "Extracted",
     "Outcome",
     "RememberIn",
@@ -51,13 +57,16 @@ __all__ = [
     "context_for",
     "decide_and_finish",
     "defer",
+    "drive",
     "earlier",
     "finish",
     "finish_new",
     "insert_new",
     "observe_remembered",
+    "observe_consolidation",
     "one_time_name",
     "read_row",
     "record_spend",
     "run_extraction",
+    "sweep",
 ]

@@ -31,6 +31,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).parents[2]
 PACKAGES = ("schemas", "prompts", "pipeline", "workers")
 LAYERS: list[tuple[str, ...]] = [
@@ -261,10 +263,11 @@ def test_no_module_is_over_400_lines() -> None:
     assert set(over) - TEMPORARILY_EXEMPT_FROM_MAX_LINES == set(), over
 
 
-def test_the_hot_path_imports_nothing_private_from_another_package() -> None:
-    """`pipeline/hot_path.py` uses the episode stage only through its seam (`stage.py`), and
-    no `_name` of any other module."""
-    tree = ast.parse((ROOT / "pipeline" / "hot_path.py").read_text(encoding="utf-8"))
+@pytest.mark.parametrize("module", ["hot_path", "consolidation"])
+def test_the_lanes_use_the_episode_stage_only_through_its_seam(module: str) -> None:
+    """`pipeline/hot_path.py` and `pipeline/consolidation.py` use the episode stage only
+    through its seam (`stage.py`), and no `_name` of any other module."""
+    tree = ast.parse((ROOT / "pipeline" / f"{module}.py").read_text(encoding="utf-8"))
     froms = [node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
     private = [alias.name for node in froms for alias in node.names if alias.name.startswith("_")]
     episodes = {

@@ -51,7 +51,9 @@ def raced(
         create_key(store, {"tenant_id": tenant, "role": role})[1] for role in Keys.__annotations__
     ]
     store.dispose()
-    server = start_server(url, workdir, ready_within_s=180, SGAM_API_RATE_PER_S="0")
+    server = start_server(
+        url, workdir, ready_within_s=180, SGAM_API_RATE_PER_S="0", SGAM_CATALOG="support"
+    )
     yield server, Keys(*made)
     stop_server(server)
 
