@@ -70,7 +70,10 @@ class Doors:
         clients: dict[str, httpx2.Client] = getattr(self.local, "clients", {})
         self.local.clients = clients
         if role not in clients:
-            clients[role] = self.server.client(getattr(self.keys, role))
+            # Idle connections are dropped before the server's keep-alive (5 s) may close
+            # them under a request: on a busy machine that reset is the client's, not SGAM's.
+            limits = httpx2.Limits(keepalive_expiry=1.0)
+            clients[role] = self.server.client(getattr(self.keys, role), limits=limits)
             with self.lock:
                 self.opened.append(clients[role])
         return clients[role]
