@@ -4,6 +4,7 @@ checked by the race test's invariant checker (tests/integration/forget_race_help
 
     .venv/bin/python bench/forget_race_soak.py [--store postgres|sqlite] [--rounds 2000]
                                                [--parallel 3] [--seed N] [--url URL]
+                                               [--seconds S]
 
 PostgreSQL is where the races are real (SQLite serialises every writer); --url names its
 server and a database `sgam_<user>_race_soak` is created there, emptied first. The server runs
@@ -45,7 +46,7 @@ def database(store: str, url: str, workdir: Path) -> str:
 
 
 def _progress(tally: Tally, started: float) -> None:
-    if tally.rounds % 50 == 0:
+    if tally.rounds % 10 == 0:
         seconds = time.perf_counter() - started
         print(
             f"{tally.rounds} rounds, {len(tally.violations)} violations, {seconds:.0f} s",
@@ -59,6 +60,7 @@ def main() -> None:
     parser.add_argument("--store", choices=["postgres", "sqlite"], default="postgres")
     parser.add_argument("--rounds", type=int, default=2000)
     parser.add_argument("--parallel", type=int, default=3)
+    parser.add_argument("--seconds", type=float, help="start no round after this many seconds")
     parser.add_argument("--seed", type=int, default=random.randrange(10**6))
     parser.add_argument(
         "--url",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -220,14 +221,18 @@ def run_rounds(
     seed: int,
     parallel: int = 3,
     progress: Callable[[Tally], None] | None = None,
+    until: float | None = None,
 ) -> Tally:
     """`rounds` rounds, `parallel` subjects at a time, each with its own random mix;
-    `progress` is called with the tally after each round."""
+    `progress` is called with the tally after each round; no round starts after `until`
+    (a `time.monotonic()` instant)."""
     tally = Tally()
     lock = threading.Lock()
     racers = ThreadPoolExecutor(max_workers=16 * parallel)
 
     def one(index: int) -> None:
+        if until is not None and time.monotonic() > until:
+            return
         rng = random.Random(seed * 100_003 + index)
         state = set_up(doors, f"s{seed}-{index}")
         chosen = mix(rng)
