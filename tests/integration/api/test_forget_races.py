@@ -27,7 +27,7 @@ from tests.integration.forget_race_helpers import (
 )
 from tests.integration.server_helpers import Server, migrated_database, start_server, stop_server
 
-ROUNDS = int(os.environ.get("SGAM_RACE_ROUNDS", "150"))
+ROUNDS = int(os.environ.get("SGAM_RACE_ROUNDS", "100"))
 
 
 @pytest.fixture(
