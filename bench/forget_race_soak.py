@@ -88,7 +88,13 @@ def main() -> None:
     started = time.perf_counter()
     try:
         tally = run_rounds(
-            server, Keys(*made), given.rounds, seed=given.seed, parallel=given.parallel
+            server,
+            Keys(*made),
+            given.rounds,
+            seed=given.seed,
+            parallel=given.parallel,
+            progress=lambda tally: _progress(tally, started),
+            until=None if given.seconds is None else time.monotonic() + given.seconds,
         )
     finally:
         stop_server(server)
