@@ -32,6 +32,7 @@ from pipeline.episodes.stage import (
     earlier,
     finish_new,
     insert_new,
+    noted,
     observe_remembered,
     one_time_name,
     read_row,
@@ -70,7 +71,7 @@ def remember(
         # A repeat answers before anything is extracted (checked again under the key's lock).
         answered = store.run(keyed.replayed)
         if answered is not None:
-            return answered
+            return noted(store, answered)
     now = store.clock()
     claimed = claimed_now(request, now)
     attributes = {
@@ -81,7 +82,7 @@ def remember(
     with tracing.span("remember", attributes=attributes) as opened:
         remembered = _remember(store, request, keyed, claimed, now, llm)
         opened.set_attribute(names.SGAM_OUTCOME, "deferred" if remembered.deferred else "done")
-        return remembered
+        return noted(store, remembered)
 
 
 def _remember(

@@ -49,7 +49,9 @@ class Settings(BaseSettings):
         default=None, description="e.g. https://api.openai.com/v1 or http://127.0.0.1:8080/v1"
     )
     llm_api_key: SecretStr = Field(default=SecretStr(""), description="sent as a bearer token")
-    llm_model: str = Field(default="gpt-4o-mini", min_length=1)
+    llm_model: str = Field(
+        default="gpt-4o-mini", min_length=1, description="the model name the endpoint serves"
+    )
     llm_timeout_s: float = Field(default=60.0, gt=0, le=3600, description="per HTTP request")
     llm_mode: Literal["tools", "json_schema", "json", "md_json"] = Field(
         default="tools",
@@ -108,8 +110,10 @@ class Settings(BaseSettings):
         default=False, description="read 03/04/2026 as 3 April (else slash dates are not read)"
     )
 
-    redis_url: str = Field(
-        default="redis://127.0.0.1:6379/0", description="Redis for the HTTP service's rate limits"
+    redis_url: str | None = Field(
+        default=None,
+        description="Redis for the HTTP service's rate limits and the workers' LLM budget "
+        "(unset: each server process keeps its own limits; the workers use a Redis broker's)",
     )
     # The HTTP service (`sgam serve`) and the MCP server (`sgam mcp`).
     api_key: SecretStr = Field(
@@ -178,7 +182,9 @@ class Settings(BaseSettings):
         default=0.7, ge=0, le=1, description="a candidate below this confidence is buffered"
     )
     weak_support: int = Field(default=2, ge=2, description="sessions that promote a weak signal")
-    weak_window_days: int = Field(default=30, ge=1, le=36500)
+    weak_window_days: int = Field(
+        default=30, ge=1, le=36500, description="the days within which weak_support sessions count"
+    )
     buffer_window_days: int = Field(
         default=30, ge=1, le=36500, description="how long a candidate waits for confirmation"
     )
@@ -230,6 +236,11 @@ class Settings(BaseSettings):
     @property
     def llm_configured(self) -> bool:
         return self.llm_base_url is not None
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_url(cls, url: str | None) -> str | None:
+        return url if url is not None and url.strip() else None  # set but empty: unset
 
     @field_validator("broker_url")
     @classmethod

@@ -18,6 +18,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 from sqlalchemy import or_, select
 
+from pipeline.catalog.names import nothing_matched
 from pipeline.db.models import EpisodeRow, FactRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
@@ -34,7 +35,7 @@ from schemas.episodes import Episode, EpisodeText, EpisodeTime, SourceKind
 from schemas.facts import Fact, Trust
 from schemas.fields import Identifier
 from schemas.lifecycle import UNFINISHED, EpisodeStatus
-from schemas.results import Rejection
+from schemas.results import Rejection, absent_when_none
 
 log = logging.getLogger("sgam.hot_path")
 
@@ -84,10 +85,23 @@ class Remembered(BaseModel):
     deferred: bool = Field(
         default=False, description="the model was slow or failed: the workers take over"
     )
+    note: str | None = Field(
+        default=None,
+        exclude_if=absent_when_none,
+        description="when nothing in the text was recognised: the catalogue it was read with "
+        "(absent: something was)",
+    )
     conflicts: SkipJsonSchema[list[ConflictError]] = Field(default_factory=list, exclude=True)
     # A repeated request's answer: the first one's, nothing written now (HTTP's
     # Idempotent-Replayed; not part of the JSON answer).
     replayed: SkipJsonSchema[bool] = Field(default=False, exclude=True)
+
+
+def noted(store: Store, answer: Remembered) -> Remembered:
+    """The answer with a note naming the catalogue when nothing at all was recognised."""
+    if answer.facts or answer.rejected or answer.deferred or answer.conflicts:
+        return answer
+    return answer.model_copy(update={"note": nothing_matched(store.settings)})
 
 
 def claimed_now(request: RememberIn, now: datetime) -> Claimed:

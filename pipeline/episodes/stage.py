@@ -38,6 +38,7 @@ from pipeline.episodes.remembering import (
     claimed_now,
     defer,
     earlier,
+    noted,
     observe_remembered,
     one_time_name,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "finish",
     "finish_new",
     "insert_new",
+    "noted",
     "observe_remembered",
     "observe_consolidation",
     "one_time_name",
