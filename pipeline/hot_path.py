@@ -26,7 +26,7 @@ from pipeline.db.models import EPISODES, EpisodeRow, FactRow, IdempotencyRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.episodes.drive import drive
-from pipeline.episodes.lane_metrics import observe_episode
+from pipeline.episodes.lane_metrics import observe_episode, observe_model
 from pipeline.episodes.process import (
     Claimed,
     decide_episode,
@@ -185,6 +185,7 @@ def _remember(
     try:
         seconds = store.settings.hot_path_deadline_ms / 1000
         result = run_extraction(store, claimed.episode, fallback.within(seconds))
+        _observe_model(store, claimed, result)
         if isinstance(result, LlmFailure):
             _observe(claimed, "deferred", [], started)
             return _kept(store, request, _defer(store, claimed))
@@ -288,6 +289,14 @@ def _release(store: Store, request: RememberIn) -> None:
         store.run(free)
     except Exception:  # the original failure is what the caller must see
         log.warning("idempotency reservation left to expire", extra={"tenant": request.tenant_id})
+
+
+def _observe_model(store: Store, claimed: Claimed, result: object) -> None:
+    """The model's call in sgam_llm_*, as a worker's is counted."""
+    if isinstance(result, ExtractionResult | LlmFailure) and result.usage.model is not None:
+        failure = result if isinstance(result, LlmFailure) else None
+        by_tenant = store.settings.metrics_tenant_label
+        observe_model(claimed.key[0], result.usage, failure, by_tenant=by_tenant)
 
 
 def _observe(claimed: Claimed, outcome: str, decisions: list[Decision], started: float) -> None:
