@@ -17,7 +17,6 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.responses import RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
-from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pipeline.api.conventions import single_query
@@ -55,12 +54,13 @@ def _handle_errors(ui: FastAPI) -> None:
         return with_headers(RedirectResponse("/ui/sign-in", status_code=303))
 
     async def refused(request: Request, error: Exception) -> Response:
+        allow = None  # a 405's: Starlette names the methods the path answers
         if isinstance(error, CsrfRefused):
             status, title = 403, "The form could not be verified"
             detail = "It carried no valid CSRF token: reload the page and try again."
         elif isinstance(error, HTTPException) and error.status_code == 405:
-            status, title = 405, "Method not allowed"
-            detail = f"{request.method} is not allowed here; use {_allowed(request)}."
+            status, title, allow = 405, "Method not allowed", (error.headers or {})["Allow"]
+            detail = f"{request.method} is not allowed here; use {allow}."
         elif isinstance(error, HTTPException):
             status, title, detail = error.status_code, "Not found", "There is no such page."
         else:
@@ -75,8 +75,8 @@ def _handle_errors(ui: FastAPI) -> None:
         retry_after = getattr(error, "retry_after", None)  # a spent budget (429), a busy store
         if retry_after is not None:
             shown.headers["Retry-After"] = str(retry_after)
-        if status == 405:
-            shown.headers["Allow"] = _allowed(request)
+        if allow is not None:
+            shown.headers["Allow"] = allow
         # A 500 is answered outside every middleware (Starlette's ServerErrorMiddleware).
         return with_headers(shown)
 
@@ -88,15 +88,6 @@ def _handle_errors(ui: FastAPI) -> None:
 def with_headers(response: Response) -> Response:
     response.headers.update(render.HEADERS)
     return response
-
-
-def _allowed(request: Request) -> str:
-    """The methods the page at this path answers, for a 405's Allow."""
-    methods: set[str] = set()
-    for route in request.app.router.routes:
-        if isinstance(route, Route) and route.matches(request.scope)[0] is not Match.NONE:
-            methods |= route.methods or set()
-    return ", ".join(sorted(methods))
 
 
 class SecurityHeaders:

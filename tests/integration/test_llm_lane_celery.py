@@ -159,7 +159,9 @@ def test_sgam_worker_serves_the_lanes_metrics_summed_over_its_processes(
     producer: Store, stub: Any, lane_url: str, tmp_path: Path
 ) -> None:
     # The tenant label is opt-in (it lists every tenant to whoever scrapes).
-    celery = _workers(lane_url, stub, tmp_path, SGAM_WORKER_BATCH="3", SGAM_METRICS_TENANT_LABEL="1")
+    celery = _workers(
+        lane_url, stub, tmp_path, SGAM_WORKER_BATCH="3", SGAM_METRICS_TENANT_LABEL="1"
+    )
     port = free_port()
     env = {key: value for key, value in celery.env.items() if key != "PROMETHEUS_MULTIPROC_DIR"}
     sgam = str(Path(sys.executable).parent / "sgam")

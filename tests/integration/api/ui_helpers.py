@@ -4,6 +4,8 @@ post it, keep the cookies."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import httpx2
 
@@ -24,13 +26,14 @@ def sign_in(browser: httpx2.Client, secret: str) -> httpx2.Response:
     return browser.post("/ui/sign-in", data={"csrf_token": csrf(form), "api_key": secret})
 
 
-def signed_in(server: Server, secret: str) -> httpx2.Client:
-    """A client with a session of `secret`'s key (the caller closes it)."""
-    browser = server.client()
-    answer = sign_in(browser, secret)
-    assert answer.status_code == 303, answer.text[:500]
-    assert "refused" not in answer.headers["location"]
-    return browser
+@contextmanager
+def signed_in(server: Server, secret: str) -> Iterator[httpx2.Client]:
+    """A client with a session of `secret`'s key."""
+    with server.client() as browser:
+        answer = sign_in(browser, secret)
+        assert answer.status_code == 303, answer.text[:500]
+        assert "refused" not in answer.headers["location"]
+        yield browser
 
 
 def post_form(browser: httpx2.Client, page: str, action: str, **fields: str) -> httpx2.Response:
