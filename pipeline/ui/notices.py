@@ -12,8 +12,9 @@ from fastapi import Request
 from sqlalchemy import select
 
 from pipeline.access.keys import ApiKey
-from pipeline.db.models import CandidateRow, FactRow
+from pipeline.db.models import CandidateRow, EventRow, FactRow
 from pipeline.db.store import Store
+from schemas.lifecycle import EventKind
 
 # code: (what it names, the words before it)
 CODES = {
@@ -54,8 +55,12 @@ def notice_of(request: Request, store: Store, key: ApiKey) -> Notice | None:
     table: Any = CandidateRow if kind == "candidate" else FactRow
     named = table.candidate_id if kind == "candidate" else table.fact_id
     statement = select(table.attribute, table.value, table.subject).where(
-        named == what, table.tenant_id == key.tenant_id, table.forgotten_at.is_(None)
+        named == what, table.tenant_id == key.tenant_id
     )
+    if code == "fact-rejected":  # a dismissal tombstones the fact: named unless forgotten since
+        statement = statement.where(~_forgotten_since(table.forgotten_at))
+    else:
+        statement = statement.where(table.forgotten_at.is_(None))
     if key.agent_id is not None:
         statement = statement.where(table.agent_id == key.agent_id)
     if key.purpose is not None:
@@ -67,3 +72,17 @@ def notice_of(request: Request, store: Store, key: ApiKey) -> Notice | None:
     if found is None:
         return None
     return Notice(verb, attribute=found.attribute, value=found.value, subject=found.subject)
+
+
+def _forgotten_since(dismissed_at: Any) -> Any:
+    """The fact's subject was forgotten (or purged) at or after its dismissal."""
+    return (
+        select(EventRow.event_id)
+        .where(
+            EventRow.tenant_id == FactRow.tenant_id,
+            EventRow.subject == FactRow.subject,
+            EventRow.kind.in_([EventKind.FORGET, EventKind.PURGE]),
+            EventRow.occurred_at >= dismissed_at,
+        )
+        .exists()
+    )

@@ -18,7 +18,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from pipeline.access.keys import ApiKey
 from pipeline.api.problems import Forbidden, MalformedRequest
 from pipeline.db.store import Store
-from pipeline.ui import notices, sessions
+from pipeline.ui import notices, sessions, words
 from pipeline.ui.sessions import Signer
 from schemas.fields import format_utc
 
@@ -138,4 +138,6 @@ def when(stamp: datetime | str | None) -> str:
 
 
 templates.env.globals["page_link"] = page_link
+templates.env.globals["trust_words"] = words.trust_words
 templates.env.filters["when"] = when
+templates.env.filters["source_words"] = words.source_words

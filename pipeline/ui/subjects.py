@@ -17,6 +17,7 @@ from pipeline.api import operations
 from pipeline.api.access import bind
 from pipeline.api.conventions import identifier
 from pipeline.api.problems import Forbidden
+from pipeline.read.subjects import list_subjects
 from pipeline.ui import notices, render
 from pipeline.ui.render import need, page, paging, posted, signed_in
 from pipeline.ui.timeline import timeline, value_label
@@ -35,9 +36,18 @@ def forgets(key: ApiKey) -> bool:
 
 
 @router.get("/subjects", response_class=HTMLResponse)
-def subjects(request: Request, subject: str | None = None) -> Response:
+def subjects(request: Request, subject: str | None = None, q: str | None = None) -> Response:
+    """Without `subject`: the Subjects list (those starting with `q`, a page at a time);
+    with one: what holds for it now, its timelines and (for reviewers) its decisions."""
     key = signed_in(request)
     context: dict[str, Any] = {"subject": subject, "held": [], "timelines": [], "log": None}
+    if not subject:
+        at = paging(request)
+        query = bind(key, {}) | {"prefix": q or None, "limit": at.size + 1, "offset": at.offset}
+        found, more = at.window(list_subjects(render.store_of(request), query))
+        return page(
+            request, "subjects.html", key, listed=found, q=q, paging=at, more=more, **context
+        )
     if subject:
         subject = identifier("subject", subject, subject=True)
         store = render.store_of(request)
