@@ -106,7 +106,7 @@ def test_a_form_without_its_csrf_token_is_refused(page: Page, server: Server, ke
     page.get_by_role("article").filter(has_text="answer_style").get_by_role(
         "button", name="Confirm"
     ).click()
-    expect(page.get_by_role("status")).to_contain_text("confirmed")
+    expect(page.get_by_role("status")).to_contain_text("Confirmed: answer_style = concise")
     assert buffered(server, reviewer) == []
 
 
