@@ -95,7 +95,6 @@ def build(store: Store, key_of: KeyOf) -> Server[Any]:
     )
 
 
-@cache
 def tool_span(tool: Tool, key: ApiKey) -> AbstractContextManager[Any]:
     """The call's span (`execute_tool get_facts`): over HTTP a child of the request's, over
     stdio a trace's root; the tool's memory operations are its children. Only a listed
@@ -110,6 +109,7 @@ def tool_span(tool: Tool, key: ApiKey) -> AbstractContextManager[Any]:
     )
 
 
+@cache
 def described(tool: Tool) -> types.Tool:
     """The tool as `tools/list` shows it: its arguments' and its answer's JSON schemas."""
     return types.Tool(
