@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from tests.integration.api.mcp_helpers import answer, connected
-from tests.integration.otlp_helpers import OtlpReceiver
+from tests.integration.otlp_helpers import OtlpReceiver, Receiver
 from tests.integration.server_helpers import (
     Keys,
     Server,
@@ -82,10 +82,16 @@ def test_metrics_answer_the_loopback_address_only_and_forwarded_for_from_a_named
 
 
 @pytest.fixture(scope="module")
+def receiver() -> Iterator[Receiver]:
+    with OtlpReceiver() as receiving:
+        yield receiving
+
+
+@pytest.fixture(scope="module")
 def guarded(
-    api_database: str, tmp_path_factory: pytest.TempPathFactory, stub: Any
+    api_database: str, tmp_path_factory: pytest.TempPathFactory, stub: Any, receiver: Receiver
 ) -> Iterator[Server]:
-    """A server whose /metrics wants a token, and which labels tokens by tenant."""
+    """A server whose /metrics wants a token, which labels tokens by tenant, and traces."""
     started = start_server(
         api_database,
         tmp_path_factory.mktemp("guarded"),
@@ -93,6 +99,8 @@ def guarded(
         SGAM_LLM_MODEL="stub",
         SGAM_METRICS_TOKEN=TOKEN,
         SGAM_METRICS_TENANT_LABEL="true",
+        OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint,
+        OTEL_BSP_SCHEDULE_DELAY="50",
     )
     yield started
     stop_server(started)
@@ -188,6 +196,18 @@ def test_ui_requests_are_measured_under_their_mount_prefix(server: Server) -> No
     routes = set(re.findall(r'route="([^"]*)"', metrics))
     assert "/ui/sign-in" in routes
     assert "/sign-in" not in routes
+
+
+def test_ui_requests_are_traced_under_their_mount_prefix(
+    guarded: Server, receiver: Receiver
+) -> None:
+    with guarded.client() as anyone:
+        assert anyone.get("/ui/sign-in").status_code == 200
+    spans = receiver.wait_for(lambda got: any(s.name.endswith("/sign-in") for s in got))
+
+    (span,) = [s for s in spans if s.name.endswith("/sign-in")]
+    assert span.name == "GET /ui/sign-in"
+    assert span.attributes["http.route"] == "/ui/sign-in"
 
 
 def test_sgam_mcp_traces_each_tool_call(server: Server, keys: Keys) -> None:
