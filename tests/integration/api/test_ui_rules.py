@@ -162,7 +162,8 @@ def test_values_are_bidi_isolated_in_tables_and_the_timeline(server: Server, key
         shown = browser.get("/ui/subjects", params={"subject": "mira"})
 
     assert f'<td data-label="Value"><bdi>{rtl}</bdi></td>' in shown.text
-    assert f"&#x2068;{rtl}&#x2069;" in shown.text.split('<figure class="timeline">')[1]  # FSI … PDI in the SVG
+    timeline = shown.text.split('<figure class="timeline">')[1]
+    assert f"&#x2068;{rtl}&#x2069;" in timeline  # FSI … PDI in the SVG
     assert f'<li class="believed"><bdi>{rtl}</bdi>' in shown.text
 
 
