@@ -34,6 +34,7 @@ from pipeline.episodes.stage import (
     insert_new,
     noted,
     observe_remembered,
+    observe_remembered_model,
     one_time_name,
     read_row,
     run_extraction,
@@ -128,6 +129,7 @@ def _remember(
     try:
         seconds = store.settings.hot_path_deadline_ms / 1000
         result = run_extraction(store, claimed.episode, fallback.within(seconds))
+        observe_remembered_model(store, claimed, result)
         if isinstance(result, LlmFailure):
             observe_remembered(claimed, "deferred", [], started)
             return _kept(store, keyed, defer(store, claimed.key))

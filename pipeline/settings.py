@@ -146,6 +146,21 @@ class Settings(BaseSettings):
     ui_session_hours: float = Field(
         default=8.0, gt=0, le=24 * 30, description="how long a review-page sign-in lasts"
     )
+    metrics_token: SecretStr | None = Field(
+        default=None,
+        description="/metrics answers a request with `Authorization: Bearer TOKEN`; unset: "
+        "only requests from the loopback address (a scraper on the same host)",
+    )
+    metrics_tenant_label: bool = Field(
+        default=False,
+        description="label sgam_llm_tokens by tenant (lists every tenant to whoever scrapes); "
+        "off: one series per model",
+    )
+    forwarded_allow_ips: str = Field(
+        default="",
+        description="proxies whose X-Forwarded-For and X-Forwarded-Proto are believed (comma "
+        "separated addresses or networks, `*` for any); empty: none, the peer is the client",
+    )
 
     # The pipeline: intake, workers, the recurrence buffer, the hot path, consolidation.
     broker_url: str | None = Field(

@@ -145,7 +145,9 @@ class StoredEpisode(Result):
     last_error: str | None
     extractor: str | None
     prompt_version: str | None
-    usage: dict[str, Any] | None
+    usage: dict[str, Any] | None = Field(
+        description="the model's tokens and cost; over HTTP, shown to admin keys only"
+    )
     received_at: UtcInstant
     started_at: UtcInstant | None
     finished_at: UtcInstant | None

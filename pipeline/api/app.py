@@ -6,8 +6,8 @@ synchronous, so handlers that touch it are plain functions that FastAPI runs in 
 pool; the event loop only parses, authenticates and answers.
 
 Middleware, outermost first: the request's span (when tracing is on) → metrics (every
-request, refusals included) → authentication and the rate limit (before any body is read) →
-the body's size, type and encoding → the routes.
+request, refusals included) → `Cache-Control: no-store` on /v1 and /mcp → authentication and
+the rate limit (before any body is read) → the body's size, type and encoding → the routes.
 """
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ from typing import Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import Response
+from fastapi.responses import RedirectResponse, Response
 from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute, Match, Route
 
 from pipeline.api import conventions, docs_pages, openapi
 from pipeline.api.access import Authenticate, KeyCache
+from pipeline.api.headers import NoStore
 from pipeline.api.limits import ReadBody
 from pipeline.api.metrics import Measure, Metrics
 from pipeline.api.problems import (
@@ -94,6 +95,8 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     )
     app.state.store, app.state.limiter, app.state.metrics = store, limiter, metrics
     app.state.key_cache = cache
+    token = settings.metrics_token
+    app.state.metrics_token = token.get_secret_value() if token is not None else None
     modules = (episodes, facts, review, subjects, keys, usage, health)
     for module in modules:  # a /v1 query parameter the document does not list is refused
         once = [Depends(openapi.known_query), Depends(conventions.single_query)]
@@ -101,15 +104,22 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
         app.include_router(module.router, dependencies=checks)
     docs_pages.mount(app)  # /docs and /redoc, with nothing loaded from elsewhere
     agents, mcp_route = mcp_http.mount(app, store)  # MCP for agents, streamable HTTP at /mcp
+    # /ui itself: a relative redirect (Starlette's slash redirect would echo the Host header).
+    app.add_api_route("/ui", _to_ui, methods=["GET", "HEAD"], include_in_schema=False)
     app.mount("/ui", create_ui(store, settings, limiter))  # the review pages, errors as pages
     routes = [route for module in modules for route in module.router.routes] + [mcp_route]
     _handle_errors(app, routes)
     app.add_middleware(ReadBody, limit=settings.api_max_body_bytes)
     app.add_middleware(Authenticate, store=store, limiter=limiter, cache=cache)
+    app.add_middleware(NoStore)
     app.add_middleware(Measure, metrics=metrics, routes=routes)
     app.add_middleware(Trace, routes=routes)
     app.openapi = lambda: openapi.build(app)  # type: ignore[method-assign]
     return app
+
+
+async def _to_ui() -> Response:
+    return RedirectResponse("/ui/", status_code=307)
 
 
 def _one_of(first: dict[str, Any], errors: Sequence[Any]) -> dict[str, Any]:

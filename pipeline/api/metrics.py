@@ -93,7 +93,7 @@ class Measure:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        started = time.perf_counter()
+        started, root = time.perf_counter(), scope.get("root_path", "")
         status = 500
 
         async def sent(message: Message) -> None:
@@ -106,7 +106,5 @@ class Measure:
             await self.app(scope, receive, sent)
         finally:
             elapsed = time.perf_counter() - started
-            self.metrics.observe(scope["method"], self._template(scope), status, elapsed)
-
-    def _template(self, scope: Scope) -> str:
-        return template(scope, self.routes) or "unmatched"
+            route = template(scope, self.routes, root) or "unmatched"
+            self.metrics.observe(scope["method"], route, status, elapsed)

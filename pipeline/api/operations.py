@@ -36,7 +36,7 @@ from pipeline.read.context import Context
 from pipeline.validation import invalid_field
 from schemas.facts import Fact
 from schemas.lifecycle import CandidateStatus, ReceiptStatus
-from schemas.results import Decided, IngestReport, SupportedCandidate
+from schemas.results import Decided, EpisodeDetail, IngestReport, SupportedCandidate
 
 Json = dict[str, Any]
 CandidateFilter = CandidateStatus | Literal["all"]
@@ -270,3 +270,20 @@ def dismiss(
         )
         count(opened, 1)
     return dismissed
+
+
+def episode(store: Store, key: ApiKey, episode_id: str) -> EpisodeDetail:
+    """An episode as the key may read it elsewhere: its scope's facts; quarantined facts, the
+    buffer's candidates and the decisions' payloads for reviewers; the model's usage (what it
+    cost) for admins, as `/v1/usage`."""
+    episode_id = identifier("episode_id", episode_id)
+    require_owned(store, key, "episode", episode_id)
+    shown = pipeline.show_episode(
+        store,
+        key.tenant_id,
+        episode_id,
+        agent_id=key.agent_id,
+        purpose=key.purpose,
+        reviewer=key.allows("reviewer"),
+    )
+    return shown if key.allows("admin") else shown.model_copy(update={"usage": None})

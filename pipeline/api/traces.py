@@ -33,7 +33,7 @@ class Trace:
             for name, value in scope["headers"]
             if name in (b"traceparent", b"tracestate")
         }
-        method = scope["method"]
+        method, root = scope["method"], scope.get("root_path", "")
         opened = tracing.start_span(
             method,
             kind="server",
@@ -52,7 +52,7 @@ class Trace:
             try:
                 await self.app(scope, receive, sent)
             finally:
-                route = template(scope, self.routes)
+                route = template(scope, self.routes, root)
                 opened.set_attribute(names.HTTP_RESPONSE_STATUS_CODE, status)
                 if route is not None:
                     opened.set_attribute(names.HTTP_ROUTE, route)
@@ -64,9 +64,14 @@ class Trace:
                     tracing.failed(opened, str(status))
 
 
-def template(scope: Scope, routes: Sequence[BaseRoute]) -> str | None:
-    """The template of the route that answered (or would have answered a refused request)."""
+def template(scope: Scope, routes: Sequence[BaseRoute], root: str = "") -> str | None:
+    """The template of the route that answered (or would have answered a refused request),
+    with the prefix of the application it is mounted in (`/ui/candidates`, not `/candidates`):
+    `root` is the scope's root_path before routing, which a mount extends."""
     route = scope.get("route")
     if route is None:  # refused before routing (401, 413, 429): find its route anyway
         route = next((r for r in routes if r.matches(scope)[0] is Match.FULL), None)
-    return getattr(route, "path", None)
+    path = getattr(route, "path", None)
+    mounted = str(scope.get("root_path", ""))
+    prefix = mounted[len(root) :] if mounted.startswith(root) else ""
+    return None if path is None else prefix + path

@@ -40,6 +40,7 @@ class CandidateQuery(BaseModel):
         default=CandidateStatus.BUFFERED, description="None: every status"
     )
     limit: int = Field(default=1000, ge=1, le=100_000)
+    offset: int = Field(default=0, ge=0, le=100_000, description="rows skipped first (paging)")
 
 
 class CandidateCommand(BaseModel):
@@ -73,13 +74,17 @@ def list_candidates(
         statement = statement.where(CandidateRow.status == query.status)
     # Oldest evidence first, with ties broken by the slot and value, so the listing does not
     # depend on which worker happened to buffer a candidate first.
-    statement = statement.order_by(
-        CandidateRow.first_seen_at,
-        CandidateRow.subject,
-        CandidateRow.attribute,
-        CandidateRow.value_hash,
-        CandidateRow.candidate_id,
-    ).limit(query.limit)
+    statement = (
+        statement.order_by(
+            CandidateRow.first_seen_at,
+            CandidateRow.subject,
+            CandidateRow.attribute,
+            CandidateRow.value_hash,
+            CandidateRow.candidate_id,
+        )
+        .offset(query.offset)
+        .limit(query.limit)
+    )
     with store.begin() as unit:
         rows = list(unit.session.scalars(statement))
         supports: dict[str, list[SupportRecord]] = {row.candidate_id: [] for row in rows}

@@ -21,6 +21,8 @@ def mcp_stdio() -> None:
     from pipeline.api.access import REFUSED, KeyCache
     from pipeline.errors import InvalidInput
     from pipeline.mcp.server import build, presented_key
+    from pipeline.observe import tracing
+    from pipeline.observe.tracing import setup_tracing
 
     with opened_store() as store:
         secret = store.settings.api_key.get_secret_value()
@@ -32,9 +34,14 @@ def mcp_stdio() -> None:
         cache = KeyCache(store.settings.api_key_cache_s)
         cache.put(secret, found)
         server = build(store, presented_key(store, secret, cache))
+        # Each tool call is a trace of its own (`execute_tool NAME`, its memory operations).
+        setup_tracing(store.settings, "sgam-mcp")
 
         async def serve() -> None:
             async with stdio_server() as (read, write):
                 await server.run(read, write, server.create_initialization_options())
 
-        anyio.run(serve)
+        try:
+            anyio.run(serve)
+        finally:
+            tracing.shutdown()  # what was traced is exported before the process ends

@@ -61,6 +61,10 @@ def serve(host: str, port: int, workers: int, access_log: bool, log_level: str) 
         # Every server process logs through SGAM's handler, in SGAM_LOG_FORMAT.
         log_config=uvicorn_config(store.settings.log_format, log_level),
         server_header=False,
+        # X-Forwarded-* only from the proxies SGAM_FORWARDED_ALLOW_IPS names (default none):
+        # anyone else could pick the address its rate limits count and pass for HTTPS.
+        proxy_headers=bool(store.settings.forwarded_allow_ips),
+        forwarded_allow_ips=store.settings.forwarded_allow_ips or "",
         http=PROTOCOL,  # a request uvicorn cannot parse is refused with a problem document
     )
 

@@ -1,8 +1,10 @@
 """Prometheus counters of the extraction lane, kept by whichever process extracts (a worker's
 pool processes, or the process in inline mode or on the hot path): model requests by outcome,
-tokens by tenant, model latency; episodes processed by lane and outcome, the extraction's
-latency by extractor, and the policy's decisions by lane and action (consolidation's
-promotions and expiries under the lane `consolidation`).
+tokens by model (and by tenant when SGAM_METRICS_TENANT_LABEL opts in: the label lists every
+tenant to whoever scrapes), model latency — the hot path's model calls as the workers'; episodes
+processed by lane and outcome, the extraction's latency by extractor, and the policy's
+decisions by lane and action (consolidation's promotions and expiries under the lane
+`consolidation`).
 
 In a worker started with `sgam worker --metrics-port`, PROMETHEUS_MULTIPROC_DIR is set before
 anything is imported, so every pool process writes its values to files there and the worker's
@@ -60,12 +62,19 @@ CONSOLIDATION_LANE = "consolidation"
 COUNTERS = (REQUESTS, TOKENS, LATENCY, EPISODES, EXTRACTION, DECISIONS)
 
 
-def observe_model(tenant_id: str, usage: Usage, failure: LlmFailure | None = None) -> None:
+# The tenant label's value when the tenant is not to be named.
+ANY_TENANT = "all"
+
+
+def observe_model(
+    tenant_id: str, usage: Usage, failure: LlmFailure | None = None, *, by_tenant: bool = False
+) -> None:
     """One extraction through the model (a result or its final failure)."""
     model = usage.model or "unknown"
+    tenant = tenant_id if by_tenant else ANY_TENANT
     REQUESTS.labels(model, "ok" if failure is None else type(failure).__name__).inc()
-    TOKENS.labels(tenant_id, model, "prompt").inc(usage.prompt_tokens)
-    TOKENS.labels(tenant_id, model, "completion").inc(usage.completion_tokens)
+    TOKENS.labels(tenant, model, "prompt").inc(usage.prompt_tokens)
+    TOKENS.labels(tenant, model, "completion").inc(usage.completion_tokens)
     LATENCY.labels(model).observe(usage.latency_ms / 1000)
 
 

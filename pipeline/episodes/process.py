@@ -79,7 +79,7 @@ def _with_rules(
             with spans.current(item.key):
                 extracted[item.key] = run_extraction(store, item.episode, extractor)
         outcomes = decide_and_finish(store, claimed, extracted, spans)
-        observed(claimed, extracted, outcomes, spans)
+        observed(claimed, extracted, outcomes, spans, by_tenant=store.settings.metrics_tenant_label)
         spans.end(outcomes)
         return outcomes
     except BaseException as error:
@@ -127,7 +127,7 @@ def _with_model(
     ) -> dict[EpisodeKey, Outcome]:
         recorded = store.run(lambda unit: record_spend(unit, done, results))
         outcomes = decide_and_finish(store, done, results, spans, recorded=recorded)
-        observed(done, results, outcomes, spans)
+        observed(done, results, outcomes, spans, by_tenant=store.settings.metrics_tenant_label)
         spans.end(outcomes)
         return outcomes
 
@@ -145,6 +145,8 @@ def observed(
     results: dict[EpisodeKey, Extracted],
     outcomes: dict[EpisodeKey, Outcome],
     spans: EpisodeSpans,
+    *,
+    by_tenant: bool = False,
 ) -> None:
     """Count what was spent and how each episode ended (`lane_metrics`), and log it in the
     episode's span: one line an episode, ids, counts and the outcome only."""
@@ -155,7 +157,8 @@ def observed(
         if usage is not None:
             observe_extraction(usage)
             if usage.model is not None:
-                observe_model(tenant_id, usage, result if isinstance(result, LlmFailure) else None)
+                failure = result if isinstance(result, LlmFailure) else None
+                observe_model(tenant_id, usage, failure, by_tenant=by_tenant)
         if outcome is None:
             continue
         lane = item.origin.lane.value

@@ -25,9 +25,9 @@ from pipeline.db.unit import Unit
 from pipeline.episodes.claimed import Claimed
 from pipeline.episodes.dispatch import EpisodeKey
 from pipeline.episodes.drive import drive
-from pipeline.episodes.lane_metrics import observe_episode
+from pipeline.episodes.lane_metrics import observe_episode, observe_model
 from pipeline.episodes.records import text_hash
-from pipeline.errors import ConflictError, IdempotencyConflict, NotFound
+from pipeline.errors import ConflictError, IdempotencyConflict, LlmFailure, NotFound
 from pipeline.extract.result import ExtractionResult
 from pipeline.policy.apply import ACTOR, Decision, Provenance
 from pipeline.policy.decide import Lane, episode_trust
@@ -196,6 +196,14 @@ def earlier(store: Store, request: RememberIn, episode_id: str) -> Remembered:
         written = [Fact.model_validate(fact, from_attributes=True) for fact in facts]
     deferred = status in UNFINISHED
     return Remembered(episode_id=row_id, facts=written, deferred=deferred, replayed=True)
+
+
+def observe_remembered_model(store: Store, claimed: Claimed, result: object) -> None:
+    """The hot lane's model call in sgam_llm_*, as a worker's is counted."""
+    if isinstance(result, ExtractionResult | LlmFailure) and result.usage.model is not None:
+        failure = result if isinstance(result, LlmFailure) else None
+        by_tenant = store.settings.metrics_tenant_label
+        observe_model(claimed.key[0], result.usage, failure, by_tenant=by_tenant)
 
 
 def observe_remembered(

@@ -17,8 +17,8 @@ path, `pipeline/hot_path.py`) and consolidation use of `pipeline.episodes`, and 
   consolidation re-drives), and find the ones whose message or lease was lost.
 
 The hot lane's request and answer (`RememberIn`, `Remembered`) and its own steps
-(`answer_of`, `earlier`, `defer`, `observe_remembered`) live in `remembering.py`; the shared
-types in `claimed.py`.
+(`answer_of`, `earlier`, `defer`, `observe_remembered`, `observe_remembered_model`) live in
+`remembering.py`; the shared types in `claimed.py`.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from pipeline.episodes.remembering import (
     earlier,
     noted,
     observe_remembered,
+    observe_remembered_model,
     one_time_name,
 )
 
@@ -65,6 +66,7 @@ __all__ = [
     "insert_new",
     "noted",
     "observe_remembered",
+    "observe_remembered_model",
     "observe_consolidation",
     "one_time_name",
     "read_row",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 from functools import cache
 from typing import Any
 
@@ -32,6 +33,8 @@ from pipeline.api.problems import ApiError, Forbidden, NoRoute, Unauthorized, pr
 from pipeline.db.store import Store
 from pipeline.errors import SgamError
 from pipeline.mcp.tools import TOOLS, Tool, acting
+from pipeline.observe import conventions as names
+from pipeline.observe import tracing
 from pipeline.validation import invalid_field
 
 KeyOf = Callable[[ServerRequestContext[Any, Any]], Awaitable[ApiKey]]
@@ -67,7 +70,8 @@ def build(store: Store, key_of: KeyOf) -> Server[Any]:
                 given = tool.arguments.model_validate(params.arguments or {})
             except ValidationError as exc:
                 raise invalid_field(exc.errors()[0]) from None
-            result = await anyio.to_thread.run_sync(tool.run, store, acting(key, given), given)
+            with tool_span(tool, key):
+                result = await anyio.to_thread.run_sync(tool.run, store, acting(key, given), given)
         except (ApiError, SgamError) as error:
             return refused(error, params.name)
         answer = _adapter(tool).dump_python(result, mode="json")
@@ -88,6 +92,20 @@ def build(store: Store, key_of: KeyOf) -> Server[Any]:
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         get_tool_input_schema=input_schema,
+    )
+
+
+def tool_span(tool: Tool, key: ApiKey) -> AbstractContextManager[Any]:
+    """The call's span (`execute_tool get_facts`): over HTTP a child of the request's, over
+    stdio a trace's root; the tool's memory operations are its children. Only a listed
+    tool's name is recorded, never its arguments."""
+    return tracing.span(
+        f"{names.EXECUTE_TOOL} {tool.name}",
+        attributes={
+            names.GEN_AI_OPERATION_NAME: names.EXECUTE_TOOL,
+            names.GEN_AI_TOOL_NAME: tool.name,
+            names.SGAM_TENANT: key.tenant_id,
+        },
     )
 
 

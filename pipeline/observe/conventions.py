@@ -56,6 +56,9 @@ MESSAGING_OPERATION_TYPE = "messaging.operation.type"
 MESSAGING_DESTINATION_NAME = "messaging.destination.name"
 
 # SGAM's own.
+# GenAI tool execution (an MCP tool call): span name `execute_tool {gen_ai.tool.name}`.
+EXECUTE_TOOL = "execute_tool"
+GEN_AI_TOOL_NAME = "gen_ai.tool.name"
 SGAM_TENANT = "sgam.tenant.id"
 SGAM_EPISODE = "sgam.episode.id"
 SGAM_EPISODE_COUNT = "sgam.episode.count"

@@ -43,10 +43,10 @@ def review_candidates(
     """The candidates `list_candidates` finds from `offset` on (at most `limit` of them), each
     with its rule and its supporting episodes in the order they occurred."""
     query = parse(CandidateQuery, query)
-    listed = list_candidates(store, query.model_copy(update={"limit": offset + query.limit}))
+    listed = list_candidates(store, query.model_copy(update={"offset": offset}))
     reviews: list[CandidateReview] = []
     with store.begin() as unit:
-        for candidate in listed[offset:]:
+        for candidate in listed:
             supports = sorted(
                 supports_of(unit, candidate.candidate_id), key=lambda s: s.occurred_at
             )

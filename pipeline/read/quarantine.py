@@ -24,6 +24,7 @@ class QuarantineQuery(BaseModel):
     purpose: Identifier | None = None
     subject: Identifier | None = None
     limit: int = Field(default=1000, ge=1, le=100_000)
+    offset: int = Field(default=0, ge=0, le=100_000, description="rows skipped first (paging)")
 
 
 def list_quarantined(store: Store, query: QuarantineQuery | Mapping[str, Any]) -> list[Fact]:
@@ -48,6 +49,7 @@ def list_quarantined(store: Store, query: QuarantineQuery | Mapping[str, Any]) -
         select(*columns)
         .where(*conditions)
         .order_by(FactRow.recorded_at, FactRow.fact_id)
+        .offset(query.offset)
         .limit(query.limit)
     )
     with store.reading() as connection:

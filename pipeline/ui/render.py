@@ -16,9 +16,9 @@ from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from pipeline.access.keys import ApiKey
-from pipeline.api.problems import Forbidden
+from pipeline.api.problems import Forbidden, MalformedRequest
 from pipeline.db.store import Store
-from pipeline.ui import sessions
+from pipeline.ui import notices, sessions, words
 from pipeline.ui.sessions import Signer
 from schemas.fields import format_utc
 
@@ -54,7 +54,7 @@ def store_of(request: Request) -> Store:
 
 def signed_in(request: Request) -> ApiKey:
     """The session's key (SignedOut sends the browser to the sign-in form)."""
-    return sessions.viewer(request, signer_of(request), store_of(request))
+    return sessions.viewer(request, store_of(request))
 
 
 def need(key: ApiKey, role: str) -> None:
@@ -76,11 +76,10 @@ def page(
 ) -> HTMLResponse:
     if key is not None:
         context["csrf"] = sessions.csrf_token(request, signer_of(request))
-    context |= {
-        "key": key,
-        "notice": request.query_params.get("done"),
-        "path": request.url.path,
-    }
+    if key is not None:
+        context.setdefault("notice", notices.notice_of(request, store_of(request), key))
+    context.setdefault("notice", None)
+    context |= {"key": key, "path": request.url.path}
     response: HTMLResponse = templates.TemplateResponse(
         request, template, context, status_code=status
     )
@@ -108,24 +107,37 @@ class Paging:
         return items[: self.size], len(items) > self.size
 
 
+LAST_PAGE = math.ceil(100_000 / PAGE_SIZE)
+
+
 def paging(request: Request) -> Paging:
+    """The page asked for: 1 to LAST_PAGE in ASCII digits, anything else a 400 (`²` passes
+    str.isdigit but not int())."""
     given = request.query_params.get("page", "1")
-    number = int(given) if given.isdigit() else 1
-    return Paging(min(max(number, 1), math.ceil(100_000 / PAGE_SIZE)))
+    if not (given.isascii() and given.isdecimal()) or not 1 <= int(given) <= LAST_PAGE:
+        raise MalformedRequest(f"page must be a whole number from 1 to {LAST_PAGE}")
+    return Paging(int(given))
 
 
 def page_link(request: Request, number: int) -> str:
     query = dict(request.query_params) | {"page": str(number)}
-    query.pop("done", None)
+    for name in NOTICE_FIELDS:
+        query.pop(name, None)
     return f"{request.url.path}?{urlencode(query)}"
 
 
+NOTICE_FIELDS = ("notice", "what", "hidden")
+
+
 def when(stamp: datetime | str | None) -> str:
-    """An instant (or its RFC 3339 UTC stamp) as people read it: to the second, with its zone."""
+    """An instant (or its RFC 3339 UTC stamp) as people read it, everywhere on the pages in one
+    format: `2026-03-01 09:00 UTC`."""
     if isinstance(stamp, datetime):
         stamp = format_utc(stamp)
-    return "" if stamp is None else stamp[:19].replace("T", " ") + " UTC"
+    return "" if stamp is None else stamp[:16].replace("T", " ") + " UTC"
 
 
 templates.env.globals["page_link"] = page_link
+templates.env.globals["trust_words"] = words.trust_words
 templates.env.filters["when"] = when
+templates.env.filters["source_words"] = words.source_words

@@ -17,7 +17,7 @@ from pipeline.api.conventions import identifier
 from pipeline.api.ratelimit import RateLimiter
 from pipeline.api.routes.owned import require_owned
 from pipeline.policy.explain import review_candidates
-from pipeline.ui import render, sessions
+from pipeline.ui import notices, render, sessions
 from pipeline.ui.render import need, page, paging, posted, signed_in
 
 router = APIRouter()
@@ -37,7 +37,7 @@ def sign_in_form(request: Request, refused: str | None = None) -> Response:
         "sign_in.html",
         None,
         status=401 if refused else 200,
-        csrf=sessions.csrf_token(request, render.signer_of(request)),
+        csrf=sessions.csrf_token(request, render.signer_of(request), signed_in=False),
         refused=refused,
     )
     if nonce is not None:
@@ -66,15 +66,19 @@ async def sign_in(request: Request) -> Response:
         signer.session_for(found),
         max_age=int(signer.lifetime_s),
     )
-    response.delete_cookie(sessions.NONCE, path="/ui")
+    sessions.delete_cookie(response, request, sessions.NONCE)
     return response
 
 
 @router.post("/sign-out")
 async def sign_out(request: Request) -> Response:
+    """Ends the session on the server as well: a saved copy of the cookie no longer works."""
     await posted(request)
+    session = request.state.session
+    if session is not None:
+        await request.app.state.ended.end(session)
     response = render.back_to("/ui/sign-in")
-    response.delete_cookie(sessions.SESSION, path="/ui")
+    sessions.delete_cookie(response, request, sessions.SESSION)
     return response
 
 
@@ -102,11 +106,12 @@ async def decide(request: Request, candidate_id: str, verb: str) -> Response:
     store = render.store_of(request)
     candidate_id = identifier("candidate_id", candidate_id)
 
-    def work() -> str:
-        return str(operations.decide(store, key, verb, candidate_id).status)  # type: ignore[arg-type]
+    def work() -> None:
+        operations.decide(store, key, verb, candidate_id)  # type: ignore[arg-type]
 
-    status = await run_in_threadpool(work)
-    return render.back_to("/ui/candidates", done=f"candidate {candidate_id} {status}")
+    await run_in_threadpool(work)
+    done = "confirmed" if verb == "confirm" else "rejected"
+    return render.back_to("/ui/candidates", **notices.query(f"candidate-{done}", candidate_id))
 
 
 @router.get("/quarantine", response_class=HTMLResponse)
@@ -114,11 +119,10 @@ def quarantine(request: Request, subject: str | None = None) -> Response:
     key = signed_in(request)
     need(key, "reviewer")
     at = paging(request)
-    query = bind(key, {}) | {"limit": at.offset + at.size + 1}
+    query = bind(key, {}) | {"limit": at.size + 1, "offset": at.offset}
     if subject:
         query["subject"] = identifier("subject", subject)
-    listed = pipeline.list_quarantined(render.store_of(request), query)
-    found, more = at.window(listed[at.offset :])
+    found, more = at.window(pipeline.list_quarantined(render.store_of(request), query))
     return page(request, "quarantine.html", key, facts=found, paging=at, more=more, subject=subject)
 
 
@@ -144,4 +148,4 @@ async def release_or_dismiss(request: Request, fact_id: str, verb: str) -> Respo
 
     await run_in_threadpool(work)
     done = "promoted" if verb == "promote" else "rejected"
-    return render.back_to("/ui/quarantine", done=f"fact {fact_id} {done}")
+    return render.back_to("/ui/quarantine", **notices.query(f"fact-{done}", fact_id))

@@ -17,8 +17,8 @@ from pipeline.api import operations
 from pipeline.api.access import bind
 from pipeline.api.conventions import identifier
 from pipeline.api.problems import Forbidden
-from pipeline.api.routes.owned import require_owned
-from pipeline.ui import render
+from pipeline.read.subjects import list_subjects
+from pipeline.ui import notices, render
 from pipeline.ui.render import need, page, paging, posted, signed_in
 from pipeline.ui.timeline import timeline, value_label
 from schemas.facts import Fact
@@ -36,9 +36,18 @@ def forgets(key: ApiKey) -> bool:
 
 
 @router.get("/subjects", response_class=HTMLResponse)
-def subjects(request: Request, subject: str | None = None) -> Response:
+def subjects(request: Request, subject: str | None = None, q: str | None = None) -> Response:
+    """Without `subject`: the Subjects list (those starting with `q`, a page at a time);
+    with one: what holds for it now, its timelines and (for reviewers) its decisions."""
     key = signed_in(request)
     context: dict[str, Any] = {"subject": subject, "held": [], "timelines": [], "log": None}
+    if not subject:
+        at = paging(request)
+        query = bind(key, {}) | {"prefix": q or None, "limit": at.size + 1, "offset": at.offset}
+        found, more = at.window(list_subjects(render.store_of(request), query))
+        return page(
+            request, "subjects.html", key, listed=found, q=q, paging=at, more=more, **context
+        )
     if subject:
         subject = identifier("subject", subject, subject=True)
         store = render.store_of(request)
@@ -57,10 +66,11 @@ def subjects(request: Request, subject: str | None = None) -> Response:
             query = {
                 "tenant_id": key.tenant_id,
                 "subject": subject,
-                "limit": at.offset + at.size + 1,
+                "limit": at.size + 1,
+                "offset": at.offset,
             }
             entries = pipeline.decision_log(store, query)
-            context["log"], context["more"] = at.window(entries[at.offset :])
+            context["log"], context["more"] = at.window(entries)
             context["paging"] = at
     return page(request, "subjects.html", key, forgets=forgets(key), **context)
 
@@ -68,10 +78,7 @@ def subjects(request: Request, subject: str | None = None) -> Response:
 @router.get("/episodes/{episode_id}", response_class=HTMLResponse)
 def episode(request: Request, episode_id: str) -> Response:
     key = signed_in(request)
-    store = render.store_of(request)
-    episode_id = identifier("episode_id", episode_id)
-    require_owned(store, key, "episode", episode_id)
-    shown = pipeline.show_episode(store, key.tenant_id, episode_id)
+    shown = operations.episode(render.store_of(request), key, episode_id)  # as REST
     return page(request, "episode.html", key, episode=shown)
 
 
@@ -92,9 +99,8 @@ async def forget(request: Request, subject: str) -> Response:
     if fields.get("confirm_subject", "").strip() != subject:
         return render.back_to(f"/ui/subjects/{quote(subject, safe='')}/forget", mismatch="1")
     result = await run_in_threadpool(operations.forget, render.store_of(request), key, subject)
-    return render.back_to(
-        "/ui/subjects", subject=subject, done=f"{subject} forgotten ({result.hidden} hidden)"
-    )
+    shown = notices.query("subject-forgotten", subject, hidden=str(result.hidden))
+    return render.back_to("/ui/subjects", subject=subject, **shown)
 
 
 def _may_forget(key: ApiKey) -> None:

@@ -1,10 +1,11 @@
 """The timeline picture of one attribute, computed on the server (pure, no I/O): every recorded
 row version is one row, its valid-time interval a bar on a shared time axis.
 
-Reading it: a bar drawn solid is a version the ledger still believes; a hatched one was
-superseded (the row says when it was recorded and when it stopped being believed). So "what was
-true on X" is the solid bar above X, and "what did we believe on Y" is every bar whose recorded
-interval contains Y.
+Rows run in valid-time order (what held first on top). Reading it: a bar drawn solid is a
+version the ledger still believes; a hatched one was superseded (the row says when it was
+recorded and when it stopped being believed); the dashed line is now; the small mark on a bar's
+row is when that version was recorded. So "what was true on X" is the solid bar above X, and
+"what did we believe on Y" is every bar whose recorded interval contains Y.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class Bar:
     believed: bool  # not superseded
     label: str  # the value
     caption: str  # valid and recorded intervals, in words
+    recorded_x: float = 0.0  # when the version was recorded, on the same axis
 
 
 @dataclass(frozen=True)
@@ -54,12 +56,12 @@ def value_label(value: object, limit: int = 60) -> str:
 
 
 def timeline(versions: Sequence[Fact], now: datetime) -> Timeline:
-    """One row per version, in the order they were recorded (versions recorded together in
-    valid-time order)."""
-    rows = sorted(versions, key=lambda f: (f.recorded_at, f.valid_from, f.version, f.fact_id))
+    """One row per version, in valid-time order (versions valid from the same instant in the
+    order they were recorded)."""
+    rows = sorted(versions, key=lambda f: (f.valid_from, f.recorded_at, f.version, f.fact_id))
     if not rows:
         return Timeline([], [], TOP)
-    start = min(f.valid_from for f in rows)
+    start = min(min(f.valid_from, f.recorded_at) for f in rows)
     ends = [f.valid_to for f in rows if f.valid_to is not None]
     end = max([now, *ends])
     span = max((end - start).total_seconds(), 1.0)
@@ -88,6 +90,7 @@ def timeline(versions: Sequence[Fact], now: datetime) -> Timeline:
                 believed=believed,
                 label=value_label(fact.value),
                 caption=caption,
+                recorded_x=x(fact.recorded_at),
             )
         )
     return Timeline(bars, _ticks(start, span), TOP + len(rows) * ROW + 8, now_x=x(now))
@@ -109,5 +112,6 @@ def _day(moment: datetime | None) -> str | None:
 
 
 def _minute(moment: datetime | None) -> str | None:
+    """The pages' one format: `2026-03-01 09:00 UTC`."""
     stamp = format_utc(moment)
-    return stamp[:16].replace("T", " ") if stamp is not None else None
+    return stamp[:16].replace("T", " ") + " UTC" if stamp is not None else None

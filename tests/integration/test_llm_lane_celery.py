@@ -158,7 +158,10 @@ def test_a_429_pauses_every_worker_and_fails_no_episode(
 def test_sgam_worker_serves_the_lanes_metrics_summed_over_its_processes(
     producer: Store, stub: Any, lane_url: str, tmp_path: Path
 ) -> None:
-    celery = _workers(lane_url, stub, tmp_path, SGAM_WORKER_BATCH="3")
+    # The tenant label is opt-in (it lists every tenant to whoever scrapes).
+    celery = _workers(
+        lane_url, stub, tmp_path, SGAM_WORKER_BATCH="3", SGAM_METRICS_TENANT_LABEL="1"
+    )
     port = free_port()
     env = {key: value for key, value in celery.env.items() if key != "PROMETHEUS_MULTIPROC_DIR"}
     sgam = str(Path(sys.executable).parent / "sgam")

@@ -105,15 +105,40 @@ def key(key_id: str = "0123456789abcdef") -> ApiKey:
 def test_a_session_names_its_key_and_refuses_tampering_and_expiry() -> None:
     signer = Signer(b"s" * 32, 3600)
     cookie = signer.session_for(key())
-    assert signer.key_id_of(cookie) == "0123456789abcdef"
-    key_id, ends, signature = cookie.split(".")
-    assert signer.key_id_of(f"fedcba9876543210.{ends}.{signature}") is None  # another key
-    assert signer.key_id_of(f"{key_id}.{int(ends) + 999}.{signature}") is None  # extended
-    assert Signer(b"t" * 32, 3600).key_id_of(cookie) is None  # another server's secret
-    assert Signer(b"s" * 32, -1).key_id_of(Signer(b"s" * 32, -1).session_for(key())) is None
-    assert signer.key_id_of(None) is None
-    assert signer.key_id_of("garbage") is None
+    session = signer.session_of(cookie)
+    assert session is not None
+    assert session.key_id == "0123456789abcdef"
+    key_id, session_id, ends, signature = cookie.split(".")
+    assert signer.session_of(f"fedcba9876543210.{session_id}.{ends}.{signature}") is None
+    assert signer.session_of(f"{key_id}.{session_id}.{int(ends) + 999}.{signature}") is None
+    assert signer.session_of(f"{key_id}.other.{ends}.{signature}") is None  # another session
+    assert Signer(b"t" * 32, 3600).session_of(cookie) is None  # another server's secret
+    assert Signer(b"s" * 32, -1).session_of(Signer(b"s" * 32, -1).session_for(key())) is None
+    assert signer.session_of(None) is None
+    assert signer.session_of("garbage") is None
     assert int(ends) > time.time()
+    # Every sign-in is a session of its own, so signing out ends that one only.
+    assert signer.session_of(signer.session_for(key())) != session
+
+
+def test_rows_run_in_valid_time_order_whatever_order_they_were_recorded_in() -> None:
+    drawn = timeline(
+        [
+            version("Lisbon", "2026-03-01T00:00:00+00:00", None, recorded_at=NOW),
+            version(
+                "Utrecht",
+                "2026-01-01T00:00:00+00:00",
+                "2026-03-01T00:00:00+00:00",
+                recorded_at=datetime(2026, 6, 1, tzinfo=UTC),  # a late put, recorded after
+                fact_id="u",
+            ),
+        ],
+        NOW,
+    )
+    assert [bar.label for bar in drawn.bars] == ["Utrecht", "Lisbon"]
+    assert drawn.bars[0].recorded_x < drawn.bars[1].recorded_x  # each row's recorded mark
+    assert drawn.bars[1].recorded_x == drawn.now_x
+    assert drawn.bars[0].caption.endswith("recorded 2026-06-01 00:00 UTC")
 
 
 def test_a_csrf_token_is_bound_to_its_session() -> None:

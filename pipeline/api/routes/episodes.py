@@ -121,7 +121,10 @@ def list_episodes(
 ) -> list[StoredEpisode]:
     query = bind(key, {}) | {"status": status, "session_id": session_id, "subject": subject}
     query["limit"] = limit
-    return pipeline.list_episodes(store, {k: v for k, v in query.items() if v is not None})
+    listed = pipeline.list_episodes(store, {k: v for k, v in query.items() if v is not None})
+    if key.allows("admin"):  # what the model cost is an admin's, as /v1/usage
+        return listed
+    return [episode.model_copy(update={"usage": None}) for episode in listed]
 
 
 @router.get(
@@ -130,16 +133,7 @@ def list_episodes(
     response_model=EpisodeDetail,
 )
 def get_episode(episode_id: Identifier, key: Reader, store: Opened) -> EpisodeDetail:
-    episode_id = identifier("episode_id", episode_id)
-    require_owned(store, key, "episode", episode_id)
-    return pipeline.show_episode(
-        store,
-        key.tenant_id,
-        episode_id,
-        agent_id=key.agent_id,
-        purpose=key.purpose,
-        reviewer=key.allows("reviewer"),
-    )
+    return operations.episode(store, key, episode_id)
 
 
 @router.post(

@@ -1,9 +1,10 @@
 """Probes and metrics, without a key: /healthz (the process answers), /readyz (the database is
 reachable and migrated; the broker and the rate limiter's Redis answer when configured) and
-/metrics (Prometheus text)."""
+/metrics (Prometheus text; for a token or the loopback address only)."""
 
 from __future__ import annotations
 
+import hmac
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
@@ -13,6 +14,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from pipeline.api import answers
 from pipeline.api.conventions import store_of
+from pipeline.api.problems import Forbidden, Unauthorized
 from pipeline.db.store import Store
 from pipeline.errors import SgamError
 
@@ -66,5 +68,24 @@ def _redis(url: str) -> str:
 
 @router.get("/metrics", summary="Prometheus metrics", response_class=Response)
 async def metrics(request: Request) -> Response:
+    """With SGAM_METRICS_TOKEN, for `Authorization: Bearer TOKEN` only; without, for the
+    loopback address only: the series name routes, models and (opted in) tenants."""
+    allowed(request, request.app.state.metrics_token)
     body = await run_in_threadpool(request.app.state.metrics.render)
     return Response(body, media_type=CONTENT_TYPE_LATEST)
+
+
+LOOPBACK = ("127.0.0.1", "::1")
+
+
+def allowed(request: Request, token: str | None) -> None:
+    if token is None:
+        client = request.client.host if request.client is not None else None
+        if client not in LOOPBACK:
+            raise Forbidden("/metrics answers the loopback address only; set SGAM_METRICS_TOKEN")
+        return
+    given = request.headers.get("authorization", "")
+    scheme, _, presented = given.partition(" ")
+    good = hmac.compare_digest(presented.strip().encode(), token.encode())
+    if scheme.lower() != "bearer" or not good:
+        raise Unauthorized("send Authorization: Bearer <SGAM_METRICS_TOKEN>")

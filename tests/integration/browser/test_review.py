@@ -18,7 +18,7 @@ from tests.integration.api_setup import (
     put_fact,
     quarantine_of,
 )
-from tests.integration.browser_helpers import screenshot, sign_in
+from tests.integration.browser_helpers import docs_screenshot, screenshot, sign_in
 from tests.integration.server_helpers import Keys, Server, episode_body
 
 pytestmark = [pytest.mark.browser, pytest.mark.postgres]
@@ -61,9 +61,12 @@ def test_confirming_a_candidate_makes_it_a_fact_with_the_key_as_actor(
     expect(card).to_contain_text("1 of 2")
     expect(card.locator("mark")).to_have_text("I prefer concise answers.")  # the evidence
     screenshot(page, "candidates-before-confirm")
+    docs_screenshot(page, "review-candidates")
 
     card.get_by_role("button", name="Confirm").click()
-    expect(page.get_by_role("status")).to_contain_text("confirmed")
+    expect(page.get_by_role("status")).to_have_text(
+        "Confirmed: answer_style = concise (subject mira)."
+    )
     expect(page.get_by_text("No candidate waits")).to_be_visible()
 
     with server.client(reviewer) as api:
@@ -82,7 +85,9 @@ def test_rejecting_a_candidate_drops_it(page: Page, server: Server, keys: Keys) 
     card = page.get_by_role("article").filter(has_text="contact_channel")
     expect(card).to_contain_text("waits for a confirmation")
     card.get_by_role("button", name="Reject").click()
-    expect(page.get_by_role("status")).to_contain_text("rejected")
+    expect(page.get_by_role("status")).to_have_text(
+        "Rejected: contact_channel = email (subject mira)."
+    )
     assert buffered(server, reviewer) == []
     with server.client(reviewer) as api:
         rejected = api.get("/v1/candidates", params={"status": "rejected"}).json()
@@ -106,7 +111,7 @@ def test_promoting_a_quarantined_fact_releases_it(page: Page, server: Server, ke
     expect(card.locator("mark")).to_have_text("my home city is Utrecht")
     screenshot(page, "quarantine")
     card.get_by_role("button", name="Promote").click()
-    expect(page.get_by_role("status")).to_contain_text("promoted")
+    expect(page.get_by_role("status")).to_have_text("Promoted: home_city = Utrecht (subject mira).")
     expect(page.get_by_text("Nothing is quarantined")).to_be_visible()
 
     with server.client(reviewer) as api:
@@ -125,8 +130,7 @@ def test_an_admin_forgets_a_subject_after_typing_its_name(
     )
     sign_in(page, admin)
     page.get_by_role("link", name="Subjects").click()
-    page.get_by_label("Subject").fill("mira")
-    page.get_by_label("Subject").press("Enter")
+    page.get_by_role("link", name="mira", exact=True).click()
     expect(page.get_by_role("cell", name="Utrecht")).to_be_visible()
     page.get_by_role("link", name="Forget subject").click()
 
@@ -138,7 +142,7 @@ def test_an_admin_forgets_a_subject_after_typing_its_name(
     page.get_by_label("Type the subject's name to confirm").fill("mira")
     screenshot(page, "forget-confirmation")
     page.get_by_role("button", name="Forget subject").click()
-    expect(page.get_by_role("status")).to_contain_text("mira forgotten")
+    expect(page.get_by_role("status")).to_have_text("Forgotten: subject mira, 1 fact hidden.")
     expect(page.get_by_text("Nothing holds now for mira")).to_be_visible()
     assert facts_of(server, admin) == []
     forgets = [e for e in log_of(server, admin) if e["kind"] == "forget"]
@@ -156,7 +160,7 @@ def test_rejecting_a_quarantined_fact_dismisses_it_for_good(
     page.get_by_role("article").filter(has_text="home_city").get_by_role(
         "button", name="Reject"
     ).click()
-    expect(page.get_by_role("status")).to_contain_text("rejected")
+    expect(page.get_by_role("status")).to_have_text("Rejected: home_city = Utrecht (subject mira).")
     expect(page.get_by_text("Nothing is quarantined")).to_be_visible()
     assert quarantine_of(server, reviewer) == []
     assert facts_of(server, reviewer) == []

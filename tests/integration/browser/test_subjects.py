@@ -3,11 +3,13 @@ screen and across pages of a long list — in a real browser."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.integration.api_setup import ingest, put_fact
-from tests.integration.browser_helpers import screenshot, sign_in
+from tests.integration.browser_helpers import docs_screenshot, screenshot, sign_in
 from tests.integration.server_helpers import Keys, Server, episode_body
 
 pytestmark = [pytest.mark.browser, pytest.mark.postgres]
@@ -15,9 +17,11 @@ PHONE = {"width": 390, "height": 844}
 
 
 def show_subject(page: Page, subject: str) -> None:
+    """From the Subjects list, as a newcomer finds one: search by the name's start, pick it."""
     page.get_by_role("link", name="Subjects").click()
-    page.get_by_label("Subject").fill(subject)
-    page.get_by_role("button", name="Show").click()
+    page.get_by_label("Name starts with").fill(subject[:2])
+    page.get_by_role("button", name="Find").click()
+    page.get_by_role("link", name=subject, exact=True).click()
 
 
 def test_the_timeline_shows_a_superseded_value_and_its_successor(
@@ -42,12 +46,17 @@ def test_the_timeline_shows_a_superseded_value_and_its_successor(
     superseded = figure.locator("svg g.superseded")
     believed = figure.locator("svg g.believed")
     expect(superseded).to_have_count(1)
-    expect(superseded.locator("title")).to_contain_text("Utrecht: valid 2026-01-01 00:00 – now")
+    # Values sit between bidi isolates (FSI … PDI) in the SVG.
+    expect(superseded.locator("title")).to_have_text(
+        re.compile("^\u2068Utrecht\u2069: valid 2026-01-01 00:00 UTC – now; recorded ")
+    )
     expect(believed).to_have_count(2)
     expect(believed.nth(0).locator("title")).to_contain_text(
-        "Utrecht: valid 2026-01-01 00:00 – 2026-03-01 00:00"
+        "Utrecht\u2069: valid 2026-01-01 00:00 UTC – 2026-03-01 00:00 UTC"
     )
-    expect(believed.nth(1).locator("title")).to_contain_text("Lisbon: valid 2026-03-01 00:00 – now")
+    expect(believed.nth(1).locator("title")).to_contain_text(
+        "Lisbon\u2069: valid 2026-03-01 00:00 UTC – now"
+    )
     # The successor's bar starts where the closed version's bar ends.
     closed = believed.nth(0).locator("rect")
     successor = believed.nth(1).locator("rect")
@@ -55,6 +64,7 @@ def test_the_timeline_shows_a_superseded_value_and_its_successor(
     assert abs(end - float(successor.get_attribute("x") or -1)) < 0.2
     expect(page.get_by_role("table").last).to_contain_text("write")  # the decision log
     screenshot(page, "subject-timeline")
+    docs_screenshot(page, "review-timeline")
 
 
 def test_the_episode_page_shows_its_text_state_and_decisions(
@@ -96,7 +106,7 @@ def test_keyboard_only_sign_in_and_confirm(page: Page, server: Server, keys: Key
     expect(confirm).to_be_focused()
     screenshot(page, "keyboard-focus-confirm")
     page.keyboard.press("Enter")
-    expect(page.get_by_role("status")).to_contain_text("confirmed")
+    expect(page.get_by_role("status")).to_contain_text("Confirmed: answer_style = concise")
 
 
 def test_pages_fit_a_390_px_screen(browser: Browser, server: Server, keys: Keys) -> None:
