@@ -1,4 +1,5 @@
-"""`sgam serve` (the HTTP service) and `sgam keys create|list|revoke` (its API keys)."""
+"""`sgam serve` (the HTTP service), `sgam openapi` (its OpenAPI document) and
+`sgam keys create|list|revoke` (its API keys)."""
 
 from __future__ import annotations
 
@@ -55,6 +56,28 @@ def serve(host: str, port: int, workers: int, access_log: bool, log_level: str) 
         log_config=uvicorn_config(store.settings.log_format, log_level),
         server_header=False,
     )
+
+
+@click.command()
+def openapi() -> None:
+    """Print the OpenAPI document the server would serve at /openapi.json, for the configured
+    catalogue and limits (the bundled default catalogue when none is set).
+
+    The database is never opened: the document depends only on the settings."""
+    import json
+
+    from pipeline.api.app import create_app
+    from pipeline.db.store import Store
+    from pipeline.settings import load_settings
+
+    store = Store(load_settings())  # not open_store: no schema check, no connection
+    try:
+        document = create_app(store.settings, store).openapi()
+    finally:
+        store.dispose()
+    # FastAPI's order, the server's own: the same settings print the same bytes, so a
+    # checked-in copy can be compared byte for byte.
+    click.echo(json.dumps(document, indent=2, ensure_ascii=False))
 
 
 @click.group()

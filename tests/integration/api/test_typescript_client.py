@@ -1,0 +1,77 @@
+"""The TypeScript client, @sgam/client (clients/typescript): its OpenAPI document and types are
+what the server and the generator make now, and its own tests (node's test runner) pass
+against a real `sgam serve` on PostgreSQL, one server as configured and one that allows a key
+a single request a second (the 429 the client must wait out)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.api.typescript_helpers import PACKAGE, installed_and_built, npm, run
+from tests.integration.server_helpers import SGAM, Keys, Server, start_server, stop_server
+
+
+@pytest.fixture(scope="module")
+def built() -> None:
+    installed_and_built()
+
+
+def test_the_checked_in_document_is_what_sgam_openapi_prints(tmp_path: Path) -> None:
+    # The default settings: none of the SGAM_* environment the suite runs with.
+    env = {name: value for name, value in os.environ.items() if not name.startswith("SGAM_")}
+    printed = subprocess.run(
+        [SGAM, "openapi"], env=env, cwd=tmp_path, capture_output=True, check=False
+    )
+    assert printed.returncode == 0, printed.stderr.decode()
+    checked_in = (PACKAGE / "openapi.json").read_bytes()
+    assert printed.stdout == checked_in, (
+        "clients/typescript/openapi.json is stale: run `sgam openapi > "
+        "clients/typescript/openapi.json` and `npm run generate` in clients/typescript"
+    )
+    assert list(tmp_path.iterdir()) == [], "sgam openapi wrote a file (it opens no database)"
+
+
+def test_the_checked_in_types_are_what_npm_run_generate_makes(
+    built: None, tmp_path: Path
+) -> None:
+    fresh = tmp_path / "schema.ts"
+    run("node", "scripts/generate.mjs", str(fresh))
+    assert fresh.read_text() == (PACKAGE / "src" / "schema.ts").read_text(), (
+        "clients/typescript/src/schema.ts is stale: run `npm run generate` in clients/typescript"
+    )
+
+
+@pytest.fixture(scope="module")
+def limited(api_database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    started = start_server(
+        api_database,
+        tmp_path_factory.mktemp("limited"),
+        SGAM_API_RATE_PER_S="1",
+        SGAM_API_RATE_BURST="1",
+    )
+    yield started
+    stop_server(started)
+
+
+@pytest.mark.postgres
+def test_the_clients_own_tests_pass_against_a_real_server(
+    built: None, server: Server, limited: Server, keys: Keys
+) -> None:
+    env = {
+        "SGAM_TS_BASE_URL": server.url,
+        "SGAM_TS_ADMIN_KEY": keys("admin"),
+        "SGAM_TS_LIMITED_URL": limited.url,
+        "SGAM_TS_LIMITED_KEY": keys("admin"),
+    }
+    output = run(npm(), "test", env=env)
+    # node's runner ends with its counts: every test ran, none failed, none was left out but
+    # the one that waits for an endpoint this server does not have.
+    assert "# fail 0" in output, output[-4000:]
+    assert "# pass 0" not in output, output[-4000:]
+    print(output[-3000:], file=sys.stderr)
