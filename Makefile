@@ -4,7 +4,7 @@ PYTHON ?= python3
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test check lint typecheck services bench clean
+.PHONY: demo test check lint typecheck services bench typescript clean
 
 # PYTHONWARNINGS hides the notice setuptools prints on every editable install (a folder named
 # like a package may shadow it): here those folders are the packages.
@@ -18,9 +18,19 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/sgam demo
 
-## The whole suite: lint, strict types, then every test on SQLite and the real Postgres/Redis.
-test: check services
+## The whole suite: lint, strict types, the TypeScript client built, then every test on SQLite
+## and the real Postgres/Redis (the client's node tests among them).
+test: check services typescript
 	$(BIN)/pytest --durations=15
+
+# The TypeScript client (clients/typescript): `npm ci` only when its lock file changed (npm ci
+# writes node_modules/.package-lock.json last), then the build.
+TS := clients/typescript
+$(TS)/node_modules/.package-lock.json: $(TS)/package-lock.json
+	cd $(TS) && npm ci --no-audit --no-fund
+
+typescript: $(TS)/node_modules/.package-lock.json
+	cd $(TS) && npm run build
 
 check: lint typecheck
 
@@ -39,3 +49,4 @@ bench: $(STAMP) services
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis sgam.sqlite3* sgam-demo.sqlite3*
+	rm -rf $(TS)/node_modules $(TS)/dist $(TS)/build

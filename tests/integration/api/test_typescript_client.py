@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -37,9 +38,7 @@ def test_the_checked_in_document_is_what_sgam_openapi_prints(tmp_path: Path) -> 
     assert list(tmp_path.iterdir()) == [], "sgam openapi wrote a file (it opens no database)"
 
 
-def test_the_checked_in_types_are_what_npm_run_generate_makes(
-    built: None, tmp_path: Path
-) -> None:
+def test_the_checked_in_types_are_what_npm_run_generate_makes(built: None, tmp_path: Path) -> None:
     fresh = tmp_path / "schema.ts"
     run("node", "scripts/generate.mjs", str(fresh))
     assert fresh.read_text() == (PACKAGE / "src" / "schema.ts").read_text(), (
@@ -48,21 +47,29 @@ def test_the_checked_in_types_are_what_npm_run_generate_makes(
 
 
 @pytest.fixture(scope="module")
-def limited(api_database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    started = start_server(
-        api_database,
-        tmp_path_factory.mktemp("limited"),
-        SGAM_API_RATE_PER_S="1",
-        SGAM_API_RATE_BURST="1",
-    )
-    yield started
-    stop_server(started)
+def servers(
+    api_database: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Server, Server]]:
+    """The server as the HTTP tests run it, and one that allows a key one request a second in
+    bursts of one; started side by side (each takes seconds to come up)."""
+    workdir = tmp_path_factory.mktemp("typescript")
+    limits = {"SGAM_API_RATE_PER_S": "1", "SGAM_API_RATE_BURST": "1"}
+    with ThreadPoolExecutor(2) as pool:
+        pending = [
+            pool.submit(start_server, api_database, workdir),
+            pool.submit(start_server, api_database, workdir, **limits),
+        ]
+        started = [future.result() for future in pending]
+    yield started[0], started[1]
+    for server in started:
+        stop_server(server)
 
 
 @pytest.mark.postgres
-def test_the_clients_own_tests_pass_against_a_real_server(
-    built: None, server: Server, limited: Server, keys: Keys
+def test_the_clients_own_tests_and_example_pass_against_a_real_server(
+    built: None, servers: tuple[Server, Server], keys: Keys
 ) -> None:
+    server, limited = servers
     env = {
         "SGAM_TS_BASE_URL": server.url,
         "SGAM_TS_ADMIN_KEY": keys("admin"),
@@ -70,8 +77,15 @@ def test_the_clients_own_tests_pass_against_a_real_server(
         "SGAM_TS_LIMITED_KEY": keys("admin"),
     }
     output = run(npm(), "test", env=env)
-    # node's runner ends with its counts: every test ran, none failed, none was left out but
-    # the one that waits for an endpoint this server does not have.
+    # node's runner ends with its counts: the tests ran and none failed.
     assert "# fail 0" in output, output[-4000:]
     assert "# pass 0" not in output, output[-4000:]
     print(output[-3000:], file=sys.stderr)
+
+    example = {"SGAM_BASE_URL": server.url, "SGAM_API_KEY": keys("writer")}
+    said = run("node", "build/examples/chat-backend.js", env=example)
+    # The third turn's context holds what the first ingested and the second remembered.
+    third = said[said.index("Noted (passport_deadline)") :]
+    known = third[third.index("(knowing:") :]
+    assert "Utrecht" in known, said
+    assert "passport_deadline" in known, said

@@ -37,8 +37,12 @@ def run(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> 
 
 
 def installed_and_built() -> None:
-    """`npm ci` unless node_modules was installed from this very lock file; then the build."""
+    """`npm ci` unless node_modules was installed from this very lock file; the build unless
+    dist/ is newer than every source (`make test` has just built it)."""
     lock = PACKAGE / "package-lock.json"
     if not INSTALLED.exists() or INSTALLED.stat().st_mtime < lock.stat().st_mtime:
         run(npm(), "ci", "--no-audit", "--no-fund")
-    run(npm(), "run", "build")
+    built = PACKAGE / "dist" / "index.js"
+    sources = [*(PACKAGE / "src").glob("*.ts"), PACKAGE / "tsconfig.json", INSTALLED]
+    if not built.exists() or built.stat().st_mtime < max(p.stat().st_mtime for p in sources):
+        run(npm(), "run", "build")
