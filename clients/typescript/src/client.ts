@@ -113,8 +113,7 @@ export function createClient(options: ClientOptions) {
           },
         },
       });
-      const facts = await ok(Promise.resolve(answer));
-      return { facts, etag: answer.response.headers.get("ETag") };
+      return { facts: checked(answer), etag: answer.response.headers.get("ETag") };
     },
 
     /** Write a fact; `ifMatch` is `facts()`'s etag (412 when the key was written since). */
@@ -319,7 +318,10 @@ interface Answered<T> {
 
 /** The answer's JSON, or its problem thrown as an SgamError. */
 async function ok<T>(pending: Promise<Answered<T>>): Promise<T> {
-  const { data, error, response } = await pending;
+  return checked(await pending);
+}
+
+function checked<T>({ data, error, response }: Answered<T>): T {
   if (!response.ok) {
     throw errorOf(response, error);
   }

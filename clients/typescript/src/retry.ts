@@ -29,8 +29,10 @@ export function retrying(send: Fetch, options: RetryOptions): Fetch {
     }
     for (let attempt = 0; ; attempt++) {
       const last = attempt >= options.retries;
-      // A body can be read once: every attempt but the last sends a copy.
-      const response = await send(last ? request : request.clone());
+      // A body can be read once: every attempt but the last sends a copy (one without a body
+      // can be sent again as it is).
+      const copy = last || request.body === null ? request : request.clone();
+      const response = await send(copy);
       if (last || !RETRIED.has(response.status)) {
         return response;
       }

@@ -5,12 +5,13 @@ a single request a second (the 429 the client must wait out)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,29 +48,19 @@ def test_the_checked_in_types_are_what_npm_run_generate_makes(built: None, tmp_p
 
 
 @pytest.fixture(scope="module")
-def servers(
-    api_database: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[Server, Server]]:
-    """The server as the HTTP tests run it, and one that allows a key one request a second in
-    bursts of one; started side by side (each takes seconds to come up)."""
-    workdir = tmp_path_factory.mktemp("typescript")
+def limited(api_database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A server that allows a key one request a second, in bursts of one (started after the
+    module's `server`, not beside it: on a busy machine two at once may not be up in 60 s)."""
     limits = {"SGAM_API_RATE_PER_S": "1", "SGAM_API_RATE_BURST": "1"}
-    with ThreadPoolExecutor(2) as pool:
-        pending = [
-            pool.submit(start_server, api_database, workdir),
-            pool.submit(start_server, api_database, workdir, **limits),
-        ]
-        started = [future.result() for future in pending]
-    yield started[0], started[1]
-    for server in started:
-        stop_server(server)
+    started = start_server(api_database, tmp_path_factory.mktemp("limited"), **limits)
+    yield started
+    stop_server(started)
 
 
 @pytest.mark.postgres
 def test_the_clients_own_tests_and_example_pass_against_a_real_server(
-    built: None, servers: tuple[Server, Server], keys: Keys
+    built: None, server: Server, limited: Server, keys: Keys
 ) -> None:
-    server, limited = servers
     env = {
         "SGAM_TS_BASE_URL": server.url,
         "SGAM_TS_ADMIN_KEY": keys("admin"),
@@ -89,3 +80,37 @@ def test_the_clients_own_tests_and_example_pass_against_a_real_server(
     known = third[third.index("(knowing:") :]
     assert "Utrecht" in known, said
     assert "passport_deadline" in known, said
+
+
+def test_sgam_openapi_prints_the_configured_catalogue(tmp_path: Path) -> None:
+    env = {name: value for name, value in os.environ.items() if not name.startswith("SGAM_")}
+    printed = subprocess.run(
+        [SGAM, "openapi"],
+        env=env | {"SGAM_CATALOG": "support"},
+        cwd=tmp_path,
+        capture_output=True,
+        check=False,
+    )
+    assert printed.returncode == 0, printed.stderr.decode()
+    document = json.loads(printed.stdout)
+    default = json.loads((PACKAGE / "openapi.json").read_bytes())
+    facts = "/v1/subjects/{subject}/facts"
+
+    def attributes(of: dict[str, Any]) -> set[str]:
+        (named,) = [p for p in of["paths"][facts]["get"]["parameters"] if p["name"] == "attribute"]
+        return set(named["schema"]["enum"])
+
+    assert "passport_deadline" in attributes(document)  # the support catalogue's
+    assert "passport_deadline" not in attributes(default)
+    assert "home_city" in attributes(default)  # the personal one's, the default
+
+    refused = subprocess.run(
+        [SGAM, "openapi"],
+        env=env | {"SGAM_CATALOG": "nonesuch"},
+        cwd=tmp_path,
+        capture_output=True,
+        check=False,
+    )
+    assert refused.returncode == 2
+    assert refused.stdout == b""
+    assert refused.stderr.decode().startswith("sgam: SGAM_CATALOG"), refused.stderr
