@@ -43,7 +43,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   const session = randomUUID();
   try {
     console.log(await handleTurn(user, session, "my home city is Utrecht"));
-    console.log(await handleTurn(user, session, "Remember that my passport deadline is June 30, 2026."));
+    console.log(await handleTurn(user, session, "Remember that my employer is Globex."));
     console.log(await handleTurn(user, session, "what should I do before my trip?"));
   } catch (error) {
     if (error instanceof SgamError) {

@@ -76,10 +76,10 @@ def test_the_clients_own_tests_and_example_pass_against_a_real_server(
     example = {"SGAM_BASE_URL": server.url, "SGAM_API_KEY": keys("writer")}
     said = run("node", "build/examples/chat-backend.js", env=example)
     # The third turn's context holds what the first ingested and the second remembered.
-    third = said[said.index("Noted (passport_deadline)") :]
+    third = said[said.index("Noted (employer)") :]
     known = third[third.index("(knowing:") :]
     assert "Utrecht" in known, said
-    assert "passport_deadline" in known, said
+    assert "Globex" in known, said
 
 
 def test_sgam_openapi_prints_the_configured_catalogue(tmp_path: Path) -> None:
