@@ -5,6 +5,9 @@
  * Against a local HTTP server answering a fixed list of facts by default (the client's cost
  * alone); against a real server with BENCH_BASE_URL and BENCH_API_KEY.
  * BENCH_CALLS (default 2000) calls per side per round, BENCH_ROUNDS (default 5) rounds.
+ * Wall time and this process's CPU time per call: on a busy machine the wall clock carries
+ * the other processes' share, the CPU time (the client's work, plus the local server's, the
+ * same for both sides) much less of it.
  */
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -50,24 +53,34 @@ async function viaClient(): Promise<void> {
   await client.facts("mira", { attribute: "home_city" });
 }
 
-/** Milliseconds per call over `calls` calls, one after another. */
-async function perCall(call: () => Promise<void>): Promise<number> {
+/** Wall and CPU milliseconds per call over `calls` calls, one after another. */
+async function perCall(call: () => Promise<void>): Promise<{ wall: number; cpu: number }> {
+  const cpuBefore = process.cpuUsage();
   const started = performance.now();
   for (let index = 0; index < calls; index++) await call();
-  return (performance.now() - started) / calls;
+  const wall = (performance.now() - started) / calls;
+  const used = process.cpuUsage(cpuBefore);
+  return { wall, cpu: (used.user + used.system) / 1000 / calls };
 }
+
+const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 await perCall(bare); // warm both paths: connections, JIT
 await perCall(viaClient);
-const overheads: number[] = [];
+const wallOver: number[] = [];
+const cpuOver: number[] = [];
 for (let round = 0; round < rounds; round++) {
-  const fetchMs = await perCall(bare);
-  const clientMs = await perCall(viaClient);
-  overheads.push(clientMs - fetchMs);
-  console.log(`round ${round + 1}: fetch ${fetchMs.toFixed(4)} ms, client ${clientMs.toFixed(4)} ms per call`);
+  const plain = await perCall(bare);
+  const typed = await perCall(viaClient);
+  wallOver.push(typed.wall - plain.wall);
+  cpuOver.push(typed.cpu - plain.cpu);
+  const ms = (value: number) => value.toFixed(4);
+  console.log(
+    `round ${round + 1}: fetch ${ms(plain.wall)} ms (cpu ${ms(plain.cpu)}), client ${ms(typed.wall)} ms (cpu ${ms(typed.cpu)}) per call`,
+  );
 }
 close();
-overheads.sort((a, b) => a - b);
-const median = overheads[Math.floor(overheads.length / 2)]!;
-console.log(`client overhead: median ${median.toFixed(4)} ms per call over ${rounds} rounds of ${calls}`);
-console.log(JSON.stringify({ overhead_ms: median, calls, rounds, against: process.env.BENCH_BASE_URL ? "server" : "local" }));
+const wall = median(wallOver);
+const cpu = median(cpuOver);
+console.log(`client overhead, median of ${rounds} rounds of ${calls}: ${wall.toFixed(4)} ms wall, ${cpu.toFixed(4)} ms cpu per call`);
+console.log(JSON.stringify({ overhead_wall_ms: wall, overhead_cpu_ms: cpu, calls, rounds, against: process.env.BENCH_BASE_URL ? "server" : "local" }));
