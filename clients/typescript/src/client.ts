@@ -155,7 +155,7 @@ export function createClient(options: ClientOptions) {
 
     /** Facts and episodes about a subject that match a query, best first. */
     async search(subject: string, query: SearchQuery): Promise<SearchAnswer> {
-      const answer = ok(
+      return ok(
         raw.GET("/v1/subjects/{subject}/search", {
           params: {
             path: { subject },
@@ -171,7 +171,6 @@ export function createClient(options: ClientOptions) {
           },
         }),
       );
-      return answer as Promise<SearchAnswer>;
     },
 
     /** Store one episode or a batch; the workers (or this request) extract from them. */

@@ -18,7 +18,7 @@ export interface SearchHit {
   score: number;
 }
 
-export interface SearchAnswer {
+interface HandTypedAnswer {
   query: string;
   facts: (Fact & { score: number })[];
   episodes: SearchHit[];
@@ -48,7 +48,7 @@ export interface SearchPath {
       responses: {
         200: {
           headers: { [name: string]: unknown };
-          content: { "application/json": SearchAnswer };
+          content: { "application/json": HandTypedAnswer };
         };
       };
     };
@@ -66,3 +66,7 @@ export interface SearchPath {
 export type WithSearch = "/v1/subjects/{subject}/search" extends keyof paths
   ? paths
   : paths & SearchPath;
+
+/** The search's answer: the generated type once the document has the endpoint. */
+export type SearchAnswer =
+  WithSearch["/v1/subjects/{subject}/search"]["get"]["responses"][200]["content"]["application/json"];
