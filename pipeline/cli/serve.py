@@ -60,10 +60,10 @@ def serve(host: str, port: int, workers: int, access_log: bool, log_level: str) 
 
 @click.command()
 def openapi() -> None:
-    """Print the OpenAPI document the server would serve at /openapi.json, for the configured
-    catalogue and limits (the bundled default catalogue when none is set).
+    """Print the HTTP service's OpenAPI document (what `sgam serve` answers at /openapi.json).
 
-    The database is never opened: the document depends only on the settings."""
+    It is the document for the configured catalogue and limits (the bundled default catalogue
+    when none is set); the database is never opened, as the document depends only on them."""
     import json
 
     from pipeline.api.app import create_app
