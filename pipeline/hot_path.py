@@ -21,6 +21,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 from sqlalchemy import or_, select
 
+from pipeline.catalog.names import nothing_matched
 from pipeline.db.inserts import check_columns
 from pipeline.db.models import EPISODES, EpisodeRow, FactRow, IdempotencyRow
 from pipeline.db.store import Store
@@ -63,7 +64,7 @@ from schemas.episodes import Episode, EpisodeText, EpisodeTime, SourceKind
 from schemas.facts import Fact, Trust
 from schemas.fields import Identifier
 from schemas.lifecycle import UNFINISHED, EpisodeStatus
-from schemas.results import Rejection
+from schemas.results import Rejection, absent_when_none
 
 log = logging.getLogger("sgam.hot_path")
 
@@ -113,6 +114,12 @@ class Remembered(BaseModel):
     deferred: bool = Field(
         default=False, description="the model was slow or failed: the workers take over"
     )
+    note: str | None = Field(
+        default=None,
+        exclude_if=absent_when_none,
+        description="when nothing in the text was recognised: the catalogue it was read with "
+        "(absent: something was)",
+    )
     conflicts: SkipJsonSchema[list[ConflictError]] = Field(default_factory=list, exclude=True)
     # A repeated request's answer: the first one's, nothing written now (HTTP's
     # Idempotent-Replayed; not part of the JSON answer).
@@ -127,7 +134,7 @@ def remember(
         # A repeat answers before anything is extracted (checked again under the key's lock).
         earlier = store.run(lambda unit: _answered(unit, request))
         if earlier is not None:
-            return earlier
+            return _noted(store, earlier)
     now = store.clock()
     claimed = _claimed(request, now)
     with tracing.span(
@@ -140,7 +147,14 @@ def remember(
     ) as opened:
         remembered = _remember(store, request, claimed, now, llm)
         opened.set_attribute(names.SGAM_OUTCOME, "deferred" if remembered.deferred else "done")
-        return remembered
+        return _noted(store, remembered)
+
+
+def _noted(store: Store, answer: Remembered) -> Remembered:
+    """The answer with a note naming the catalogue when nothing at all was recognised."""
+    if answer.facts or answer.rejected or answer.deferred or answer.conflicts:
+        return answer
+    return answer.model_copy(update={"note": nothing_matched(store.settings)})
 
 
 def _remember(

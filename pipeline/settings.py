@@ -110,8 +110,10 @@ class Settings(BaseSettings):
         default=False, description="read 03/04/2026 as 3 April (else slash dates are not read)"
     )
 
-    redis_url: str = Field(
-        default="redis://127.0.0.1:6379/0", description="Redis for the HTTP service's rate limits"
+    redis_url: str | None = Field(
+        default=None,
+        description="Redis for the HTTP service's rate limits and the workers' LLM budget "
+        "(unset: each server process keeps its own limits; the workers use a Redis broker's)",
     )
     # The HTTP service (`sgam serve`) and the MCP server (`sgam mcp`).
     api_key: SecretStr = Field(
@@ -234,6 +236,11 @@ class Settings(BaseSettings):
     @property
     def llm_configured(self) -> bool:
         return self.llm_base_url is not None
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_url(cls, url: str | None) -> str | None:
+        return url if url is not None and url.strip() else None  # set but empty: unset
 
     @field_validator("broker_url")
     @classmethod

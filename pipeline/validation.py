@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -39,3 +40,22 @@ def invalid_field(error: Mapping[str, Any], *, default_field: str = "input") -> 
         limit, given = error["ctx"]["max_length"], len(error["input"])
         message = f"must be at most {limit:,} characters (got {given:,})"
     return InvalidInput(field, message)
+
+
+class DuplicateKey(ValueError):
+    """A JSON object names one key twice: parsers keep the last silently, so which value the
+    caller meant is a guess."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"the key {json.dumps(key, ensure_ascii=False)} appears twice")
+        self.key = key
+
+
+def refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """`json.loads`'s object_pairs_hook: the object, or DuplicateKey."""
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise DuplicateKey(key)
+        found[key] = value
+    return found

@@ -27,19 +27,33 @@ class EpisodeIn(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    tenant_id: Identifier
+    tenant_id: Identifier = Field(description="the tenant that owns the memory")
     subject: Identifier = Field(description="the user or entity the episode is about")
-    session_id: Identifier
-    source: SourceKind = SourceKind.MESSAGE
-    occurred_at: EpisodeTime
-    text: EpisodeText
-    episode_id: Identifier | None = None
-    agent_id: Identifier = "default"
-    purpose: Identifier = "default"
-    subject_names: list[Identifier] = Field(default_factory=list, max_length=20)
+    session_id: Identifier = Field(description="the conversation the episode belongs to")
+    source: SourceKind = Field(
+        default=SourceKind.MESSAGE,
+        description="message, tool_result or business_event; sets the default trust",
+    )
+    occurred_at: EpisodeTime = Field(description="when it was said or happened (RFC 3339)")
+    text: EpisodeText = Field(description="what was said")
+    episode_id: Identifier | None = Field(
+        default=None, description="the caller's id; a repeat is a duplicate (default: new)"
+    )
+    agent_id: Identifier = Field(default="default", description="agent scope")
+    purpose: Identifier = Field(default="default", description="purpose scope")
+    subject_names: list[Identifier] = Field(
+        default_factory=list,
+        max_length=20,
+        description="other names of the subject the text may use (at most 20)",
+    )
     trust: Trust | None = Field(default=None, description="overrides the source's default trust")
-    idempotency_key: Identifier | None = None
+    idempotency_key: Identifier | None = Field(
+        default=None, description="repeat-safe key per tenant: a repeat is a duplicate"
+    )
     actor: Identifier | None = Field(
         default=None, description="who sends it (audit): every decision taken for it names this"
     )
-    metadata: Annotated[dict[str, Any], AfterValidator(_metadata)] = Field(default_factory=dict)
+    metadata: Annotated[dict[str, Any], AfterValidator(_metadata)] = Field(
+        default_factory=dict,
+        description=f"the caller's JSON object (at most {MAX_METADATA_BYTES} bytes)",
+    )

@@ -43,6 +43,12 @@ class Receipt(Result):
     error: str | None = Field(
         default=None, exclude_if=absent_when_none, description="why it failed (absent: none)"
     )
+    note: str | None = Field(
+        default=None,
+        exclude_if=absent_when_none,
+        description="done, but nothing in it was recognised: the catalogue it was read with "
+        "(absent: something was, or it is not processed yet)",
+    )
 
 
 class IngestReport(BaseModel):
@@ -160,6 +166,12 @@ class EpisodeDetail(StoredEpisode):
     candidates: list[StoredCandidate]
     decisions: list[LoggedDecision]
     facts: list[Fact]
+    note: str | None = Field(
+        default=None,
+        exclude_if=absent_when_none,
+        description="when the episode is done and nothing in it was recognised: the "
+        "catalogue it was read with (absent: something was, or it is not done)",
+    )
 
 
 class Decided(Result):

@@ -14,11 +14,13 @@ import logging
 import os
 import re
 import sys
+import warnings
 from typing import Any, TextIO
 
 from celery._state import get_current_task
 from celery.apps import worker as celery_worker
-from celery.signals import setup_logging
+from celery.exceptions import SecurityWarning
+from celery.signals import setup_logging, worker_init
 
 from pipeline.logs import LogFormat, configure, describe_error, formatter
 
@@ -74,8 +76,21 @@ def install(log_format: LogFormat) -> None:
 
     take_over()
     setup_logging.connect(take_over, weak=False)
+    # Celery's own warning names a --uid option and pickle, neither of which applies here.
+    warnings.filterwarnings("ignore", "You're running the worker with superuser", SecurityWarning)
+    worker_init.connect(_explain_root, weak=False)
     if log_format == "json":
         celery_worker.safe_say = _say_as_record
+
+
+def _explain_root(**_: Any) -> None:
+    """One line of our own in place of Celery's running-as-root warning, saying what it means."""
+    if os.geteuid() == 0:
+        logging.getLogger("sgam.worker").warning(
+            "the worker runs as root: its tasks accept JSON only, so no message can run code, "
+            "but a compromised dependency would have the machine; run it as a user of its "
+            "own (the Docker image runs as `sgam`)"
+        )
 
 
 def _say_as_record(message: str, stream: TextIO | None = sys.__stderr__) -> None:

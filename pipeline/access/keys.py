@@ -26,6 +26,7 @@ from schemas.fields import Identifier, UtcDatetime, UtcInstant
 
 Role = Literal["reader", "writer", "reviewer", "admin"]
 _KEY = re.compile(r"sgam_([0-9a-f]{16})_([A-Za-z0-9_-]{43})")
+_KEY_ID = re.compile(r"[0-9a-f]{16}")
 _DUMMY_HASH = "0" * 64  # compared against when no key matches, so both paths cost the same
 
 
@@ -104,13 +105,20 @@ def list_keys(store: Store, tenant_id: str) -> list[ApiKey]:
 
 
 def revoke_key(store: Store, key_id: str, *, tenant_id: str | None = None) -> ApiKey:
-    """Revoke a key for good (again: nothing changes). With `tenant_id`, a key of another
-    tenant is reported exactly like a missing one."""
+    """Revoke a key for good (again: nothing changes). `key_id` is the key's id or the whole
+    key (which is never repeated back). With `tenant_id`, a key of another tenant is reported
+    exactly like a missing one."""
+    whole = _KEY.fullmatch(key_id)
+    # Only an id is named in the refusal: anything else may be a secret, or part of one.
+    named = key_id if _KEY_ID.fullmatch(key_id) else "matching what was given"
     with store.begin() as unit:
-        row = unit.session.get(ApiKeyRow, key_id, with_for_update=True)
+        row = unit.session.get(ApiKeyRow, whole.group(1) if whole else key_id, with_for_update=True)
+        stored = row.secret_hash if row is not None and whole else _DUMMY_HASH
+        if whole and not hmac.compare_digest(stored, _digest(key_id)):
+            row = None
         if row is None or (tenant_id is not None and row.tenant_id != tenant_id):
             where = f" in tenant {tenant_id}" if tenant_id is not None else ""
-            raise NotFound(f"no API key {key_id}{where}")
+            raise NotFound(f"no API key {named}{where}")
         if row.revoked_at is None:
             row.revoked_at = store.clock()
         return ApiKey.model_validate(row)

@@ -1,10 +1,12 @@
 """ASGI middleware that reads a request's body before any handler does: refused when it is
 larger than SGAM_API_MAX_BODY_BYTES (413, also for a chunked body that never says its
-length), not JSON (415) or not UTF-8 (400), and a path or query that is not UTF-8 once
-percent-decoded (400). The application then reads the checked bytes."""
+length), not JSON (415), not UTF-8 (400) or naming one key twice in an object (400), and a
+path or query that is not UTF-8 once percent-decoded (400). The application then reads the
+checked bytes."""
 
 from __future__ import annotations
 
+import json
 from urllib.parse import unquote_to_bytes
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -15,6 +17,7 @@ from pipeline.api.problems import (
     UnsupportedMediaType,
     problem_response,
 )
+from pipeline.validation import DuplicateKey, refuse_duplicates
 
 _JSON_TYPES = ("application/json", "application/problem+json")
 _FORM = b"application/x-www-form-urlencoded"
@@ -86,9 +89,22 @@ class ReadBody:
             if media.decode("latin-1") not in _JSON_TYPES and not forms:
                 raise UnsupportedMediaType("send the body as application/json")
             try:
-                body.decode("utf-8")
+                text = body.decode("utf-8")
             except UnicodeDecodeError as error:
                 raise MalformedRequest(
                     f"the body is not valid UTF-8 (at byte {error.start})"
                 ) from None
+            if not forms:
+                _refuse_duplicate_keys(text)
         return body
+
+
+def _refuse_duplicate_keys(text: str) -> None:
+    """MalformedRequest when an object of the body names a key twice (which value was meant
+    is a guess); a body that is not JSON is left to the route, which says where it breaks."""
+    try:
+        json.loads(text, object_pairs_hook=refuse_duplicates)
+    except DuplicateKey as duplicate:
+        raise MalformedRequest(f"the body is refused: {duplicate}") from None
+    except (ValueError, RecursionError):
+        return

@@ -92,14 +92,15 @@ def ingest(
     if bad:
         raise InvalidLines(bad)
     report = pipeline.ingest(store, episodes)
-    replayed = idempotency is not None and all(
+    replayed = False
+    if idempotency is not None and all(
         receipt.status is ReceiptStatus.DUPLICATE for receipt in report.receipts
-    )
-    if replayed:  # the request again: its first answer again
+    ):  # the request again, or a fresh key meeting episodes stored before: its keys say
         first = first_receipts(store, key.tenant_id, [e["idempotency_key"] for e in episodes])
-        if first is not None:
+        if first is not None:  # the request again: its first answer again
             stored = any(receipt.status is ReceiptStatus.STORED for receipt in first)
             report = IngestReport(receipts=first, broker_down=stored)
+            replayed = True
     waiting = (ReceiptStatus.QUEUED, ReceiptStatus.STORED)  # the workers have them to process
     return report, any(receipt.status in waiting for receipt in report.receipts), replayed
 
@@ -219,6 +220,7 @@ def decide(
     candidate_id = identifier("candidate_id", candidate_id)
     require_owned(store, key, "candidate", candidate_id)
     command = {"tenant_id": key.tenant_id, "candidate_id": candidate_id, "actor": key.key_id}
+    command["by"] = "reviewer"  # a reviewer's key decides, not the user the fact is about
     with memory_span(
         names.UPDATE_MEMORY, tenant_id=key.tenant_id, record_id=candidate_id
     ) as opened:

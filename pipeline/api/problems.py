@@ -106,7 +106,8 @@ PROBLEMS: list[tuple[type[BaseException], int, str, str]] = [
     (RateLimited, 429, "rate-limited", "Too many requests"),
     (CatalogError, 500, "catalog-error", "The server's memory-schema catalogue is invalid"),
     (InvalidLines, 422, "invalid-episodes", "Invalid episodes; nothing was stored"),
-    (InvalidInput, 422, "invalid-input", "Invalid input; nothing was written"),
+    # Not "nothing was written": a read meets it too (a write that meets it writes nothing).
+    (InvalidInput, 422, "invalid-input", "Invalid input"),
     (
         VersionConflict,
         412,

@@ -8,7 +8,8 @@ in Redis): clients guessing keys from behind the same NAT or proxy as real users
 those users out, and an unknown key costs one Redis read, no database lookup. One Lua script
 refills and takes a token atomically, on Redis's own clock, so processes on hosts with skewed
 clocks agree. A Redis that cannot be reached refuses the request (503): the limit is not silently
-lifted.
+lifted. Without SGAM_REDIS_URL the buckets are kept in each server process
+(`local_buckets.py`): with `--workers N` a key may send N times its budget.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import math
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from pipeline.api.local_buckets import LocalBuckets
 from pipeline.api.problems import RateLimited
 from pipeline.errors import StoreUnavailable
 from pipeline.settings import Settings
@@ -53,7 +55,10 @@ class RateLimiter:
         self.rate = settings.api_rate_per_s
         self.burst = settings.api_rate_burst
         self.redis: Redis | None = None
-        if self.enabled:
+        self.local: LocalBuckets | None = None
+        if self.enabled and settings.redis_url is None:
+            self.local = LocalBuckets(self.rate, self.burst)
+        elif self.enabled and settings.redis_url is not None:
             self.redis = Redis.from_url(
                 settings.redis_url, socket_timeout=2, socket_connect_timeout=2
             )
@@ -62,6 +67,11 @@ class RateLimiter:
     @property
     def enabled(self) -> bool:
         return self.rate > 0
+
+    @property
+    def shared(self) -> bool:
+        """Whether the buckets are in Redis (shared by every process) rather than here."""
+        return self.redis is not None
 
     async def take(self, key_id: str) -> None:
         """Spend one of the key's tokens, or raise RateLimited with the wait in seconds."""
@@ -79,14 +89,20 @@ class RateLimiter:
 
     async def vouch(self, fingerprint: str) -> None:
         """Remember that the key with this fingerprint was accepted."""
+        if self.local is not None:
+            self.local.mark(fingerprint, KNOWN_KEY_SECONDS)
         await self._call("set", f"sgam:known:{fingerprint}", 1, ex=KNOWN_KEY_SECONDS)
 
     async def known(self, fingerprint: str) -> bool:
         """Whether the key with this fingerprint was accepted lately."""
+        if self.local is not None:
+            return self.local.marked(fingerprint)
         return bool(await self._call("exists", f"sgam:known:{fingerprint}"))
 
     async def disown(self, fingerprint: str) -> None:
         """The key was refused (revoked, expired): it no longer passes a spent budget."""
+        if self.local is not None:
+            self.local.unmark(fingerprint)
         await self._call("delete", f"sgam:known:{fingerprint}")
 
     async def _call(self, command: str, *args: object, **options: object) -> object:
@@ -100,14 +116,17 @@ class RateLimiter:
             ) from error
 
     async def _spend(self, bucket: str, cost: int, whose: str) -> None:
-        if self.redis is None:
+        if self.local is not None:
+            allowed, wait = self.local.spend(bucket, cost)
+        elif self.redis is None:
             return
-        try:
-            allowed, wait = await self._take(keys=[bucket], args=[self.rate, self.burst, cost])
-        except RedisError as error:
-            raise StoreUnavailable(
-                f"the rate limiter's Redis is unavailable ({type(error).__name__})"
-            ) from error
+        else:
+            try:
+                allowed, wait = await self._take(keys=[bucket], args=[self.rate, self.burst, cost])
+            except RedisError as error:
+                raise StoreUnavailable(
+                    f"the rate limiter's Redis is unavailable ({type(error).__name__})"
+                ) from error
         if not int(allowed):
             seconds = max(1, math.ceil(float(wait)))
             raise RateLimited(

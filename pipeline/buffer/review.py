@@ -4,7 +4,7 @@ confirmation or rejection of one — each in a transaction of its own."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
@@ -24,6 +24,9 @@ from schemas.facts import Trust
 from schemas.fields import Identifier
 from schemas.lifecycle import CandidateStatus
 from schemas.results import Decided, StoredCandidate, SupportedCandidate
+
+# A user vouches for what they said themselves; a reviewer vouches as a promotion does.
+CONFIRMED_TRUST = {"user": Trust.USER_CONFIRMED, "reviewer": Trust.VERIFIED}
 
 
 class CandidateQuery(BaseModel):
@@ -45,6 +48,11 @@ class CandidateCommand(BaseModel):
     tenant_id: Identifier
     candidate_id: Identifier
     actor: Identifier = "api"
+    by: Literal["user", "reviewer"] = Field(
+        default="user",
+        description="who decides: the user (a confirmed fact has the user's own trust) or a "
+        "reviewer (verified, as a promotion is)",
+    )
 
 
 def list_candidates(
@@ -90,8 +98,9 @@ def list_candidates(
 
 
 def confirm(store: Store, command: CandidateCommand | Mapping[str, Any]) -> Decided:
-    """The user confirms: the candidate becomes a fact with the user's trust, valid from its
-    first support. Raises NotFound, NotBuffered, or the ledger's refusal."""
+    """The user (or a reviewer: `by`) confirms: the candidate becomes a fact with the user's
+    trust (a reviewer's: verified), valid from its first support. Raises NotFound,
+    NotBuffered, or the ledger's refusal."""
     command = parse(CandidateCommand, command)
 
     def work(unit: Unit) -> Buffered:
@@ -100,10 +109,10 @@ def confirm(store: Store, command: CandidateCommand | Mapping[str, Any]) -> Deci
             unit,
             row,
             CandidateStatus.CONFIRMED,
-            trust=Trust.USER_CONFIRMED,
+            trust=CONFIRMED_TRUST[command.by],
             confidence=1.0,
             actor=command.actor,
-            reason="confirmed by the user",
+            reason=f"confirmed by {_whom(command)}",
         )
 
     result = store.run(work)
@@ -119,11 +128,19 @@ def reject(store: Store, command: CandidateCommand | Mapping[str, Any]) -> Decid
     def work(unit: Unit) -> Buffered:
         row = buffered_candidate(unit, command.candidate_id, command.tenant_id)
         close(
-            unit, row, CandidateStatus.REJECTED, actor=command.actor, reason="rejected by the user"
+            unit,
+            row,
+            CandidateStatus.REJECTED,
+            actor=command.actor,
+            reason=f"rejected by {_whom(command)}",
         )
         return Buffered(row.candidate_id, CandidateStatus.REJECTED, row.support)
 
     return _decided(store.run(work))
+
+
+def _whom(command: CandidateCommand) -> str:
+    return "the user" if command.by == "user" else "a reviewer"
 
 
 def _decided(result: Buffered) -> Decided:

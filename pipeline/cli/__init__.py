@@ -1,12 +1,13 @@
 """The `sgam` command line: thin commands over the Python API.
 
 Output is JSON with --json or on a pipe. Every failure is one line on stderr; the exit code
-says what kind (see `pipeline.cli.errors`). Commands import what they need when they run, so
-start-up stays cheap.
+says what kind (the table below). Commands import what they need when they run, so start-up
+stays cheap.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
 
@@ -24,13 +25,28 @@ from pipeline.cli import (
     serve,
     workers,
 )
-from pipeline.cli.errors import USAGE_ERROR, describe, exit_code, fail, internal
+from pipeline.cli.errors import (
+    EXIT_MEANINGS,
+    USAGE_ERROR,
+    describe,
+    exit_code,
+    fail,
+    internal,
+)
 from pipeline.cli.traces import command_span
 from pipeline.errors import SgamError
 from pipeline.observe import tracing
 
 
-@click.group(help=__doc__)
+class _WithExitCodes(click.Group):
+    """`sgam --help` ends with what each exit code means."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Exit codes"):
+            formatter.write_dl([(str(code), meaning) for code, meaning in EXIT_MEANINGS.items()])
+
+
+@click.group(cls=_WithExitCodes, help=__doc__)
 @click.option("--debug", is_flag=True, help="Print the traceback of an internal error.")
 @click.pass_context
 def app(context: click.Context, debug: bool) -> None:
@@ -86,6 +102,8 @@ def run(args: list[str] | None = None) -> int:
             code = app.main(args=argv, prog_name="sgam", standalone_mode=False)
     except click.exceptions.Abort:
         return fail(130, "aborted")
+    except click.exceptions.NoSuchOption as unknown:
+        return fail(USAGE_ERROR, _no_such_option(unknown))
     except click.ClickException as usage:
         return fail(USAGE_ERROR, usage.format_message().replace("\n", " "))
     except SgamError as error:
@@ -93,6 +111,13 @@ def run(args: list[str] | None = None) -> int:
     except Exception as error:  # a bug: one line, the traceback only on request
         return internal(error, debug="--debug" in argv[: _first_command(argv)])
     return code if isinstance(code, int) else 0
+
+
+def _no_such_option(unknown: click.exceptions.NoSuchOption) -> str:
+    """Click's message with its suggestions closest first (click sorts them by name)."""
+    message = f"No such option: {unknown.option_name}"
+    closest = difflib.get_close_matches(unknown.option_name, unknown.possibilities or [], n=5)
+    return f"{message}. Did you mean {', '.join(closest)}?" if closest else message
 
 
 def _first_command(argv: list[str]) -> int:

@@ -24,6 +24,7 @@ STATUSES = [status.value for status in CandidateStatus] + ["all"]
     type=click.Choice(STATUSES),
     default=CandidateStatus.BUFFERED.value,
     show_default=True,
+    help="Only candidates in this state.",
 )
 @json_output
 def candidates(tenant: str, status: str, as_json: bool, **options: Any) -> None:
@@ -52,11 +53,18 @@ def _decide(verb: str) -> Any:
     @click.argument("candidate_id")
     @click.option("--tenant", required=True, help="Tenant that owns the candidate.")
     @click.option("--actor", default="cli", show_default=True, help="Who decides (audit).")
+    @click.option(
+        "--by",
+        type=click.Choice(["user", "reviewer"]),
+        default="user",
+        show_default=True,
+        help="The user the fact is about (user_confirmed trust) or a reviewer (verified).",
+    )
     @json_output
-    def command(candidate_id: str, tenant: str, actor: str, as_json: bool) -> None:
+    def command(candidate_id: str, tenant: str, actor: str, by: str, as_json: bool) -> None:
         from pipeline.buffer import review
 
-        fields = {"tenant_id": tenant, "candidate_id": candidate_id, "actor": actor}
+        fields = {"tenant_id": tenant, "candidate_id": candidate_id, "actor": actor, "by": by}
         with opened_store() as store:
             result = getattr(review, verb)(store, fields)
         if output.wants_json(as_json):
@@ -67,8 +75,8 @@ def _decide(verb: str) -> Any:
                 click.echo(output.describe(result.fact))
 
     command.help = {
-        "confirm": "The user confirms a buffered candidate: it becomes a fact, valid from "
-        "its first support.",
+        "confirm": "The user (or, with --by reviewer, a reviewer) confirms a buffered "
+        "candidate: it becomes a fact, valid from its first support.",
         "reject": "Drop a buffered candidate for good.",
     }[verb]
     return command

@@ -1,15 +1,5 @@
 """How the command line reports failures: one table from error class to exit code, one line.
-
-| code | meaning                                                                  |
-|------|--------------------------------------------------------------------------|
-| 0    | success                                                                  |
-| 1    | nothing found                                                            |
-| 2    | invalid input, setting or file, or an idempotency key reused for another |
-|      | request; nothing was written                                             |
-| 3    | conflict with the ledger's state (refusal logged)                        |
-| 4    | internal error (a bug: the traceback with --debug or SGAM_DEBUG=1)       |
-| 5    | store busy or unreachable, LLM endpoint unreachable: safe to retry       |
-| 6    | the model's answers failed validation through the bounded re-asks        |
+What each code means is `EXIT_MEANINGS`, which `sgam --help` prints.
 """
 
 from __future__ import annotations
@@ -46,6 +36,20 @@ EXIT_CODES: list[tuple[type[BaseException], int]] = [
 ]
 INTERNAL_ERROR = 4
 USAGE_ERROR = 2
+UNAVAILABLE = 5
+
+EXIT_MEANINGS = {
+    0: "success",
+    1: "nothing found (or nothing to do)",
+    2: "invalid input, option, setting or file, or an idempotency key reused for another "
+    "request (a write that meets it writes nothing)",
+    3: "conflict with the ledger's state (the refusal is logged)",
+    4: "internal error (a bug: the traceback with --debug or SGAM_DEBUG=1)",
+    5: "unavailable: store busy or unreachable, broker or LLM endpoint unreachable, port in "
+    "use, a repeat while the first request is in progress; safe to retry",
+    6: "the model's answers failed validation through the bounded re-asks",
+}
+
 
 # CLI spelling of the API's field names, so errors name the option the user typed.
 OPTION_NAMES = {

@@ -13,10 +13,26 @@ from pipeline.cli import output
 from pipeline.cli.lines import read_objects, report_lines
 from pipeline.cli.options import given_fields, json_output, opened_store, reviewer
 from pipeline.cli.progress import progress
+from pipeline.errors import StoreUnavailable
 from schemas.lifecycle import EpisodeStatus, ReceiptStatus
 
 
-@click.command()
+class _EpisodeFieldsHelp(click.Command):
+    """`ingest --help` ends with the fields of an episode, read from the model itself (and only
+    when help is asked for: the model's import is not a cost of every command)."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from schemas.intake import EpisodeIn
+
+        rows = [
+            (name, ("required: " if field.is_required() else "") + (field.description or ""))
+            for name, field in EpisodeIn.model_fields.items()
+        ]
+        with formatter.section("Episode fields (one JSON object per line)"):
+            formatter.write_dl(rows)
+
+
+@click.command(cls=_EpisodeFieldsHelp)
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
 @click.option("--skip-invalid", is_flag=True, help="Store the valid lines, name the others.")
 @json_output
@@ -27,8 +43,14 @@ def ingest(file: Path, skip_invalid: bool, as_json: bool) -> None:
     and each episode ends done or failed before it returns. Prints one receipt per line."""
     from pipeline.episodes.intake import ingest as ingest_episodes
     from pipeline.episodes.intake import parse_episodes
+    from pipeline.settings import load_settings
 
+    load_settings()  # a bad setting is named before the input is judged
     objects, numbers, bad = read_objects(file)
+    if not objects and not bad:
+        where = "stdin" if str(file) == "-" else str(file)
+        click.echo(f"sgam: no episodes: {where} holds no JSON line", err=True)
+        raise click.exceptions.Exit(1)
     valid, invalid = parse_episodes(objects, numbers)
     bad += invalid
     if bad and not skip_invalid:
@@ -47,15 +69,20 @@ def ingest(file: Path, skip_invalid: bool, as_json: bool) -> None:
         else:
             error = f"  {receipt.error}" if receipt.error else ""
             click.echo(f"line {receipt.line}: {receipt.status}  {receipt.episode_id}{error}")
-    if report.broker_down:
-        click.echo(
-            "note: the broker is unreachable: the episodes are stored and the sweeper will "
-            "queue them once it answers",
-            err=True,
-        )
+    noted = [receipt for receipt in report.receipts if receipt.note]
+    if noted:  # one line for them all: they were read with the same catalogue
+        lines = ", ".join(str(receipt.line) for receipt in noted[:10])
+        more = ", ..." if len(noted) > 10 else ""
+        click.echo(f"sgam: note: line {lines}{more}: {noted[0].note}", err=True)
     if bad:
         report_lines(bad)
         raise click.exceptions.Exit(2)
+    if report.broker_down:
+        # Nothing is lost, but nothing is under way either: a retryable failure (5).
+        raise StoreUnavailable(
+            "the broker is unreachable: the episodes are stored and the sweeper will queue "
+            "them once it answers (SGAM_BROKER_URL)"
+        )
 
 
 @click.command()
@@ -104,14 +131,17 @@ def remember(
         raise click.exceptions.Exit(3)
     if not result.facts and not result.deferred:
         why = "; ".join(f"{r.reason}: {r.message}" for r in result.rejected)
-        nothing = "no statement of a catalogued attribute was recognised in the text"
-        click.echo(f"sgam: nothing remembered: {why or nothing}", err=True)
+        click.echo(f"sgam: nothing remembered: {why or result.note}", err=True)
         raise click.exceptions.Exit(1)
 
 
 @click.group(invoke_without_command=True)
 @click.option("--tenant", help="Tenant whose episodes to list.")
-@click.option("--status", type=click.Choice([status.value for status in EpisodeStatus]))
+@click.option(
+    "--status",
+    type=click.Choice([status.value for status in EpisodeStatus]),
+    help="Only episodes in this state.",
+)
 @click.option("--session", help="Only this session.")
 @click.option("--subject", help="Only this subject.")
 @json_output
@@ -196,6 +226,8 @@ def episodes_show(
         click.echo(f"  decision {decision.kind} ({facts}){reason}")
     for fact in shown.facts:
         click.echo(f"  fact {fact.fact_id}: {fact.attribute} = {json.dumps(fact.value)}")
+    if shown.note is not None:
+        click.echo(f"sgam: note: {shown.note}", err=True)
 
 
 @episodes.command("retry")

@@ -78,7 +78,19 @@ def dismiss(fact_id: str, tenant: str, as_json: bool, **options: Any) -> None:
     """Refuse a quarantined fact: hidden for good, it can never be promoted."""
     from pipeline.ledger.dismiss import dismiss as dismiss_fact
 
-    _decide(dismiss_fact, fact_id, tenant, as_json, options)
+    fields = {"tenant_id": tenant, "fact_id": fact_id} | given_fields(options)
+    with opened_store() as store:
+        result = dismiss_fact(store, fields)
+    if output.wants_json(as_json):
+        output.emit_json(result.fact)
+        return
+    # The row keeps its last status (quarantined); what changed is that no read returns it.
+    fact = result.fact
+    value = json.dumps(fact.value, ensure_ascii=False)
+    click.echo(
+        f"dismissed {fact.subject}.{fact.attribute} = {value}  fact={fact.fact_id} "
+        f"v{fact.version}: hidden from every read for good, it can never be promoted"
+    )
 
 
 @click.command()
@@ -97,7 +109,10 @@ def forget(tenant: str, subject: str, purge: bool, as_json: bool, **options: Any
         result = forget_subject(store, fields)
     if output.wants_json(as_json):
         output.emit_json(result)
-    else:
+    if not result.hidden and not result.purged:  # nothing to hide: nothing found (1)
+        click.echo(f"sgam: nothing stored about {subject} in tenant {tenant}", err=True)
+        raise click.exceptions.Exit(1)
+    if not output.wants_json(as_json):
         verb = "hid and purged" if result.purged else "hid"
         click.echo(f"{verb} {result.hidden} {plural(result.hidden, 'fact')} about {subject}")
     if result.files_scrubbed is False:

@@ -14,6 +14,7 @@ from typing import IO, Any
 import click
 
 from pipeline.errors import InvalidInput
+from pipeline.validation import DuplicateKey, refuse_duplicates
 
 MAX_LINE_BYTES = 1024 * 1024
 
@@ -64,9 +65,13 @@ def _parsed(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
     if len(raw) > MAX_LINE_BYTES:
         return None, f"is longer than {MAX_LINE_BYTES} bytes"
     try:
-        value = json.loads(raw.decode("utf-8"), parse_constant=_refuse)
+        value = json.loads(
+            raw.decode("utf-8"), parse_constant=_refuse, object_pairs_hook=refuse_duplicates
+        )
     except UnicodeDecodeError:
         return None, "is not valid UTF-8"
+    except DuplicateKey as duplicate:
+        return None, f"is refused: {duplicate}"
     except (json.JSONDecodeError, ValueError, RecursionError) as exc:
         return None, f"is not JSON ({getattr(exc, 'msg', exc)})"
     if not isinstance(value, dict):

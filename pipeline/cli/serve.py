@@ -3,15 +3,19 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
+import socket
 import tempfile
 from typing import Any
 
 import click
 
 from pipeline.cli import output
+from pipeline.cli.errors import UNAVAILABLE, fail
 from pipeline.cli.options import given_fields, json_output, opened_store
+from pipeline.errors import InvalidInput
 
 
 @click.command()
@@ -28,6 +32,7 @@ from pipeline.cli.options import given_fields, json_output, opened_store
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
     default="info",
     show_default=True,
+    help="The server's log level.",
 )
 def serve(host: str, port: int, workers: int, access_log: bool, log_level: str) -> None:
     """Serve the HTTP API for chat backends (OpenAPI at /openapi.json, docs at /docs).
@@ -35,10 +40,12 @@ def serve(host: str, port: int, workers: int, access_log: bool, log_level: str) 
     Requests carry `Authorization: Bearer KEY` (see `sgam keys create`)."""
     import uvicorn
 
+    from pipeline.api.protocol import PROTOCOL
     from pipeline.logs import uvicorn_config
 
     with opened_store() as store:
         pass  # the store is reachable and migrated, or this exits 2 or 5 saying why
+    _check_address(host, port)
     if workers > 1 and "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
         # Request metrics are counted per process; this directory lets /metrics sum them.
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="sgam-metrics-")
@@ -55,7 +62,35 @@ def serve(host: str, port: int, workers: int, access_log: bool, log_level: str) 
         # Every server process logs through SGAM's handler, in SGAM_LOG_FORMAT.
         log_config=uvicorn_config(store.settings.log_format, log_level),
         server_header=False,
+        http=PROTOCOL,  # a request uvicorn cannot parse is refused with a problem document
     )
+
+
+def _check_address(host: str, port: int) -> None:
+    """One line and exit 5 when the port is taken (2 when the host is no address of ours),
+    rather than uvicorn's traceback of a failed bind. uvicorn binds again right after: a
+    process that takes the port in between still meets uvicorn's own refusal."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except socket.gaierror as error:
+        raise InvalidInput("host", f"{host} cannot be resolved ({error.strerror})") from error
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(address)
+        except OSError as error:
+            if error.errno == errno.EADDRINUSE:  # unavailable now, maybe not later: 5
+                fail(
+                    UNAVAILABLE,
+                    f"port {port} on {host} is in use by another process; stop it or choose "
+                    "another --port",
+                )
+                raise click.exceptions.Exit(UNAVAILABLE) from error
+            raise InvalidInput(
+                "host", f"cannot listen on {host}:{port} ({error.strerror})"
+            ) from error
 
 
 @click.command()
@@ -143,7 +178,8 @@ def list_(tenant: str, as_json: bool) -> None:
 @click.argument("key_id")
 @json_output
 def revoke(key_id: str, as_json: bool) -> None:
-    """Revoke a key for good: its next request is refused (401)."""
+    """Revoke a key for good: its next request is refused (401). KEY_ID is the id that
+    `sgam keys list` shows, or the whole key."""
     from pipeline.access.keys import revoke_key
 
     with opened_store() as store:

@@ -25,6 +25,9 @@ def _celery(*args: str) -> None:
     # wrong URL is exit 2, a store that cannot be reached 5, an outdated schema 2.
     with opened_store():
         pass
+    from pipeline.episodes.dispatch import check_broker
+
+    check_broker(settings.broker_url)  # resolvable and answering, or exit 5 saying why
     # Celery's start-up banner is for people; in JSON every line on the streams is a record.
     quiet = ["--quiet"] if settings.log_format == "json" else []
     sys.stdout.flush()
@@ -32,9 +35,14 @@ def _celery(*args: str) -> None:
 
 
 @click.command()
-@click.option("--queues", default="extract,consolidate", show_default=True)
+@click.option(
+    "--queues",
+    default="extract,consolidate",
+    show_default=True,
+    help="Queues to take tasks from, comma-separated.",
+)
 @click.option("--concurrency", type=click.IntRange(1, 64), help="Processes (default: cores).")
-@click.option("--loglevel", default="info", show_default=True)
+@click.option("--loglevel", default="info", show_default=True, help="Celery's log level.")
 @click.option(
     "--metrics-port",
     type=click.IntRange(1, 65535),
@@ -65,7 +73,7 @@ def worker(queues: str, concurrency: int | None, loglevel: str, metrics_port: in
 
 @click.command()
 @click.option("--schedule", default="celerybeat-schedule", show_default=True, help="State file.")
-@click.option("--loglevel", default="info", show_default=True)
+@click.option("--loglevel", default="info", show_default=True, help="Celery's log level.")
 def beat(schedule: str, loglevel: str) -> None:
     """Start Celery beat: the sweeper every SGAM_SWEEP_INTERVAL_S, consolidation on
     SGAM_CONSOLIDATE_CRON (celery -A workers.app beat ...)."""
@@ -77,11 +85,27 @@ def beat(schedule: str, loglevel: str) -> None:
 def sweep(as_json: bool) -> None:
     """Queue again the episodes a broker lost or a worker dropped (what beat runs each minute)."""
     from pipeline.episodes.drive import sweep as sweep_now
+    from pipeline.episodes.drive import waiting
+    from schemas.fields import format_utc
 
     with opened_store() as store:
         pending, stuck, driven = sweep_now(store)
-    report = {"pending": pending, "stuck": stuck, "sent": driven.sent}
+        later = waiting(store)
+        grace = store.settings.sweep_grace_s
+    report = {
+        "pending": pending,
+        "stuck": stuck,
+        "sent": driven.sent,
+        "waiting": later.count,
+        "next_sweep_at": format_utc(later.due),
+    }
     if output.wants_json(as_json):
         output.emit_json(report)
-    else:
-        click.echo(f"re-queued {pending} pending and {stuck} stuck episodes")
+        return
+    click.echo(f"re-queued {pending} pending and {stuck} stuck episodes")
+    if later.count:
+        click.echo(
+            f"{later.count} pending {output.plural(later.count, 'episode')} wait within the "
+            f"grace period (SGAM_SWEEP_GRACE_S={grace}); the first is sent again at "
+            f"{format_utc(later.due)} or after"
+        )

@@ -176,7 +176,9 @@ class Sqlite:
         if database and database != ":memory:" and not Path(database).parent.is_dir():
             # A setting to fix, not a store that may come back (SQLite only says "cannot open").
             raise InvalidInput(
-                "SGAM_DATABASE_URL", f"the directory of {database} does not exist; create it first"
+                "SGAM_DATABASE_URL",
+                f"the directory of {database} does not exist; create it first"
+                + _relative_hint(database),
             )
         # The wait for another writer's lock, like lock_timeout on Postgres; `Store.run` retries.
         engine = create_engine(
@@ -234,6 +236,16 @@ def _checkpoint(engine: Engine) -> bool:
     finally:
         raw.close()
     return not busy
+
+
+def _relative_hint(database: str) -> str:
+    """A relative path is read from the directory the command runs in: name the absolute one."""
+    if Path(database).is_absolute():
+        return ""
+    return (
+        f" (a relative path is read from the current directory; for one database wherever "
+        f"sgam runs, give the absolute path: sqlite:///{Path(database).absolute()})"
+    )
 
 
 def _sqlite_code(error: DBAPIError) -> int | None:

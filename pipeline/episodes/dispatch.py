@@ -49,6 +49,18 @@ def _producer(broker_url: str) -> Celery:
     return app
 
 
+def check_broker(broker_url: str) -> None:
+    """StoreUnavailable, naming why, when the broker cannot be resolved or refuses: a worker
+    started on it would only log reconnection attempts."""
+    producer = _producer(broker_url)
+    try:
+        with producer.connection_for_write() as connection:
+            connection.ensure_connection(max_retries=1, timeout=2)
+    except Exception as error:  # kombu raises OperationalError and socket errors alike
+        reason = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
+        raise StoreUnavailable(f"the broker is unavailable ({reason})") from error
+
+
 def send_extract(broker_url: str, keys: Sequence[EpisodeKey], batch_size: int) -> int:
     """Send one wake-up per batch of episodes; returns how many messages went out. A broker
     that cannot be reached raises StoreUnavailable — the episodes stay `pending` and the

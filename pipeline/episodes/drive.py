@@ -16,7 +16,7 @@ from pipeline.db.models import EpisodeRow
 from pipeline.db.store import Store
 from pipeline.episodes.dispatch import EpisodeKey, send_extract
 from pipeline.episodes.process import Outcome, process_episodes
-from pipeline.episodes.states import reopen_failed, strays
+from pipeline.episodes.states import Waiting, reopen_failed, strays, within_grace
 from pipeline.errors import NotFailed, NotFound, StoreUnavailable
 from pipeline.extract.llm import LlmClient
 from schemas.lifecycle import ReceiptStatus
@@ -126,3 +126,8 @@ def sweep(
             },
         )
     return len(found.pending), len(found.stuck), driven
+
+
+def waiting(store: Store, *, now: datetime | None = None, tenant_id: str | None = None) -> Waiting:
+    """The pending episodes a sweep leaves alone for now, and when the first is sent again."""
+    return store.run(lambda unit: within_grace(unit, now or unit.clock(), tenant_id=tenant_id))

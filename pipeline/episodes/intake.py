@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy import bindparam, select, update
 
+from pipeline.catalog.names import nothing_matched
 from pipeline.db.inserts import check_columns
 from pipeline.db.models import EPISODES, EpisodeRow, IdempotencyRow
 from pipeline.db.store import Store
@@ -160,6 +161,8 @@ def _store_chunk(unit: Unit, *, chunk: list[tuple[int, EpisodeIn]]) -> Stored:
         seen = used.get((episode.tenant_id, idempotency)) if idempotency is not None else None
         if idempotency is not None and seen is not None:
             check_repeat(vars(seen), _fingerprint(episode), idempotency)
+            if reserved(seen.result):  # the first intake is at work: as HTTP's 409 says
+                refuse_while_reserved(seen.result, now, idempotency, retry_s=_RETRY_S)
             stored_id = seen.result["episode_id"]
             repeats[line] = Receipt(line=line, episode_id=stored_id, status=ReceiptStatus.DUPLICATE)
             continue
@@ -339,7 +342,11 @@ def _hand_over(
     for receipt, key in stored:
         outcome = driven.outcomes.get(key) if key is not None else None
         if outcome is not None:
-            receipt = receipt.model_copy(update={"status": outcome.status, "error": outcome.error})
+            unmatched = outcome.status is ReceiptStatus.DONE and not outcome.decisions
+            note = nothing_matched(store.settings) if unmatched else None
+            receipt = receipt.model_copy(
+                update={"status": outcome.status, "error": outcome.error, "note": note}
+            )
         elif driven.broker_down and receipt.status is ReceiptStatus.QUEUED:
             # nothing was queued: the sweeper will
             receipt = receipt.model_copy(update={"status": ReceiptStatus.STORED})

@@ -10,8 +10,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import and_, or_, select, tuple_, update
+from sqlalchemy import and_, func, or_, select, tuple_, update
 
+from pipeline.catalog.names import nothing_matched
 from pipeline.db.models import CandidateRow, EpisodeRow, EventRow, FactRow, SupportRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
@@ -133,11 +134,14 @@ def show_episode(
             .where(EventRow.tenant_id == tenant_id, EventRow.episode_id == episode_id)
             .order_by(EventRow.event_id)
         ).all()
+        # Done, and not one decision: the text stated nothing the catalogue names.
+        unmatched = row.status == EpisodeStatus.DONE and not decisions and not facts
         return EpisodeDetail(
             **dict(StoredEpisode.model_validate(row)),
             candidates=[StoredCandidate.model_validate(c) for c in candidates],
             decisions=[_decision(event, reviewer) for event in decisions],
             facts=[Fact.model_validate(fact, from_attributes=True) for fact in facts],
+            note=nothing_matched(unit.settings) if unmatched else None,
         )
 
 
@@ -214,3 +218,23 @@ def strays(unit: Unit, now: datetime, *, tenant_id: str | None = None) -> Stray:
             .execution_options(synchronize_session=False)
         )
     return Stray(pending, stuck)
+
+
+@dataclass
+class Waiting:
+    """Pending episodes whose wake-up went out within the grace period: the sweeper leaves
+    them to the workers until `due` (the first of them is sent again then)."""
+
+    count: int
+    due: datetime | None
+
+
+def within_grace(unit: Unit, now: datetime, *, tenant_id: str | None = None) -> Waiting:
+    grace = timedelta(seconds=unit.settings.sweep_grace_s)
+    statement = select(func.count(), func.min(EpisodeRow.enqueued_at)).where(
+        EpisodeRow.status == EpisodeStatus.PENDING, EpisodeRow.enqueued_at > now - grace
+    )
+    if tenant_id is not None:
+        statement = statement.where(EpisodeRow.tenant_id == tenant_id)
+    count, earliest = unit.session.execute(statement).one()
+    return Waiting(int(count), None if earliest is None else earliest + grace)

@@ -161,9 +161,13 @@ class RedisBudget:
 
 
 def budget_for(settings: Settings) -> LocalBudget | RedisBudget:
-    """Redis when workers share the endpoint (a broker is configured), else this process."""
+    """Redis when workers share the endpoint (a broker is configured), else this process.
+    The Redis is SGAM_REDIS_URL's, else a Redis broker's own; a broker of another kind without
+    SGAM_REDIS_URL leaves each worker process its own budget."""
     rpm, tpm = settings.llm_rpm, settings.llm_tpm
-    if settings.broker_url is None:
+    broker = settings.broker_url
+    shared = settings.redis_url or (broker if broker and broker.startswith("redis") else None)
+    if broker is None or shared is None:
         return LocalBudget(rpm, tpm)
     assert settings.llm_base_url is not None
-    return RedisBudget(settings.redis_url, settings.llm_base_url, rpm, tpm)
+    return RedisBudget(shared, settings.llm_base_url, rpm, tpm)

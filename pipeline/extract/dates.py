@@ -9,6 +9,8 @@ Read forms (case-insensitive; the whole expression must match):
 - `next Friday` / `this Friday`: the first Friday after the episode's day / on or after it
 - `in two weeks`, `in 3 days`, `in a month`; `two weeks ago`
 - `last March`: the first of the most recent March before the episode's month
+- `last month` / `last year`: the first of the month (year) before the episode's;
+  `last week`: the Monday of the week before
 
 Anything else is not a date to the rules extractor (the LLM path handles free phrasing).
 """
@@ -59,6 +61,7 @@ _PATTERNS = (
     r"(?P<which>next|this)\s+" + _WEEKDAY,
     r"in\s+" + _AMOUNT + r"\s+" + _UNIT,
     _AMOUNT + r"\s+" + _UNIT + r"\s+(?P<ago>ago)",
+    r"last\s+(?P<period>week|month|year)",
     r"last\s+" + _MONTH,
     _MONTH + r"\s+" + _DAY + r"(?:,?\s+" + _YEAR + ")?",
     _DAY + r"\s+(?:of\s+)?" + _MONTH + r"(?:,?\s+" + _YEAR + ")?",
@@ -67,6 +70,11 @@ _PATTERNS = (
 _FORMS = [re.compile(pattern, re.IGNORECASE) for pattern in _PATTERNS]
 # The same forms as one alternation without group names, to find a date inside a sentence.
 DATE_EXPRESSION = "|".join(f"(?:{re.sub(r'[(][?]P<[a-z]+>', '(?:', p)})" for p in _PATTERNS)
+# The forms that count back from the episode's day, which people put after what they state
+# ("I moved to Lisbon two weeks ago", "... last month") with no word before them.
+TRAILING_EXPRESSION = "|".join(
+    f"(?:{re.sub(r'[(][?]P<[a-z]+>', '(?:', p)})" for p in _PATTERNS[5:8]
+)
 
 
 def resolve_date(expression: str, origin: datetime, *, day_first: bool = False) -> date | None:
@@ -101,6 +109,13 @@ def _resolve(parts: dict[str, str | None], today: date, day_first: bool) -> date
         if ahead == 0 and str(parts["which"]).lower() == "next":
             ahead = 7
         return today + timedelta(days=ahead)
+    period = (parts.get("period") or "").lower()
+    if period == "week":
+        return today - timedelta(days=today.weekday() + 7)
+    if period == "month":
+        return (today.replace(day=1) - timedelta(days=1)).replace(day=1)
+    if period == "year":
+        return date(today.year - 1, 1, 1)
     if parts.get("unit"):
         amount_text = str(parts["amount"]).lower()
         amount = _NUMBERS[amount_text] if amount_text in _NUMBERS else int(amount_text)

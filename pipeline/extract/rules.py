@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from pipeline.extract.clause_values import clause_problem
 from pipeline.extract.clauses import Clause, sentence_clauses, sentences
-from pipeline.extract.dates import DATE_EXPRESSION, resolve_date
+from pipeline.extract.dates import DATE_EXPRESSION, TRAILING_EXPRESSION, resolve_date
 from pipeline.extract.form_reader import FormHit, FormReader
 from pipeline.extract.guards import CurrentValues
 from schemas.catalog import AttributeSpec, Catalog, ValueType
@@ -52,6 +52,8 @@ _DATE_CLAUSE = re.compile(
     _FLAGS,
 )
 _BARE_DAY = re.compile(r"\s+(?P<date>yesterday|today)\b", _FLAGS)
+# "I moved to Lisbon two weeks ago": a date counted back, after the value, at the clause's end.
+_TRAILING_DATE = re.compile(r"\s+(?P<date>" + TRAILING_EXPRESSION + r")\b(?=[\s.!,;]*$)", _FLAGS)
 _VALUE_END = re.compile(
     r",\s+(?:but|and|so|because|which|not|though|thanks|thank|please|right|ok|okay|as|if|when|"
     r"i|i'm|we|it|it's|that)\b|\s+(?:but|because|though|although|which|so that)\s|\s[-–—]\s|"
@@ -216,13 +218,16 @@ class RulesExtractor:
                 if statement is not None:
                     last_attribute = statement.attribute
                     found.append(statement)
-                hits = self._forms.read(clause.text, self._typed(episode))
+                read, trailing = _without_trailing_date(clause.text)
+                hits = self._forms.read(read, self._typed(episode))
                 standing = [
                     hit
                     for hit in hits
                     if not hit.refused and all(f.attribute != hit.attribute for f in found)
                 ]
                 valid_from = self._valid_from(clause.text, episode) if standing else None
+                if standing and trailing is not None and valid_from is None:
+                    valid_from = self._iso_date(trailing, episode)
                 for hit in standing:
                     last_attribute = hit.attribute
                     found += [
@@ -264,8 +269,8 @@ class RulesExtractor:
         valid_from = None
         date_clause = _DATE_CLAUSE.search(sentence)
         text = sentence
-        if date_clause is None:  # "my plan changed to pro yesterday"
-            date_clause = _BARE_DAY.search(sentence)
+        if date_clause is None:  # "my plan changed to pro yesterday", "... two weeks ago"
+            date_clause = _BARE_DAY.search(sentence) or _TRAILING_DATE.search(sentence)
         if date_clause is not None:
             valid_from = self._iso_date(date_clause["date"], episode)
             text = sentence[: date_clause.start()] + sentence[date_clause.end() :]
@@ -358,6 +363,16 @@ class RulesExtractor:
             value=found.value,
             valid_from=found.valid_from,
         )
+
+
+def _without_trailing_date(clause: str) -> tuple[str, str | None]:
+    """The clause without a date counted back at its end, and that date's words."""
+    if _DATE_CLAUSE.search(clause) is not None:
+        return clause, None
+    trailing = _TRAILING_DATE.search(clause)
+    if trailing is None:
+        return clause, None
+    return clause[: trailing.start()] + clause[trailing.end() :], trailing["date"]
 
 
 def _phrase(text: str) -> str:

@@ -58,7 +58,7 @@ def test_a_problem_names_the_field_and_says_when_to_retry() -> None:
     assert status == 422
     assert body == {
         "type": "urn:sgam:problem:invalid-input",
-        "title": "Invalid input; nothing was written",
+        "title": "Invalid input",
         "status": 422,
         "detail": "valid_from: has no UTC offset",
         "instance": "/v1/facts",

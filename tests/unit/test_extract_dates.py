@@ -33,6 +33,9 @@ WEDNESDAY = datetime(2026, 6, 3, 10, 0, tzinfo=UTC)
         ("two weeks ago", date(2026, 5, 20)),
         ("last March", date(2026, 3, 1)),
         ("last July", date(2025, 7, 1)),
+        ("last month", date(2026, 5, 1)),
+        ("last year", date(2025, 1, 1)),
+        ("last week", date(2026, 5, 25)),  # the Monday of the week before
         ("30/06/2026", None),  # slash dates only with the day-first setting
         ("February 30, 2026", None),
         ("someday", None),

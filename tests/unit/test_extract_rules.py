@@ -57,6 +57,19 @@ COVERED: list[tuple[str, str, list[tuple[str, Any, str | None]]]] = [
         [("employer", "Globex", "2026-03-01")],
     ),
     ("tomorrow", "My passport deadline is tomorrow.", [("passport_deadline", "2026-06-04", None)]),
+    # A date counted back at the clause's end is when the value started to hold.
+    ("weeks-ago", "My plan changed to pro two weeks ago.", [("account_plan", "pro", "2026-05-20")]),
+    (
+        "last-month",
+        "My employer changed to Globex last month.",
+        [("employer", "Globex", "2026-05-01")],
+    ),
+    (
+        "since-last-month",
+        "My employer is Globex since last month.",
+        [("employer", "Globex", "2026-05-01")],
+    ),
+    ("last-week", "My plan is pro last week.", [("account_plan", "pro", "2026-05-25")]),
     (
         "next-friday",
         "My passport deadline is next Friday.",

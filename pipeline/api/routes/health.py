@@ -36,7 +36,7 @@ async def readyz(request: Request, store: Annotated[Store, Depends(store_of)]) -
     if broker is not None:
         checks["broker"] = await run_in_threadpool(_redis, broker)
     limiter = request.app.state.limiter
-    if limiter.enabled:
+    if limiter.shared:
         checks["rate_limit_redis"] = "ok" if await limiter.ping() else "unreachable"
     ready = all(state == "ok" for state in checks.values())
     body = {"status": "ok" if ready else "unavailable", "checks": checks}
