@@ -620,6 +620,11 @@ export interface components {
             decisions: components["schemas"]["LoggedDecision"][];
             /** Facts */
             facts: components["schemas"]["Fact"][];
+            /**
+             * Note
+             * @description when the episode is done and nothing in it was recognised: the catalogue it was read with (absent: something was, or it is not done)
+             */
+            note?: string | null;
         };
         /**
          * EpisodeStatus
@@ -887,6 +892,11 @@ export interface components {
              * @description why it failed (absent: none)
              */
             error?: string | null;
+            /**
+             * Note
+             * @description done, but nothing in it was recognised: the catalogue it was read with (absent: something was, or it is not processed yet)
+             */
+            note?: string | null;
         };
         /**
          * ReceiptStatus
@@ -965,6 +975,11 @@ export interface components {
              * @default false
              */
             deferred: boolean;
+            /**
+             * Note
+             * @description when nothing in the text was recognised: the catalogue it was read with (absent: something was)
+             */
+            note?: string | null;
         };
         /**
          * Retried
@@ -1266,34 +1281,48 @@ export interface components {
             subject: string;
             /**
              * Session Id
-             * @description at most 200 characters as sent and in Unicode NFC (the form it is stored in)
+             * @description the conversation the episode belongs to
              */
             session_id: string;
+            /** @description message, tool_result or business_event; sets the default trust */
             source?: components["schemas"]["SourceKind"];
             /**
              * Occurred At
              * Format: date-time
+             * @description when it was said or happened (RFC 3339)
              */
             occurred_at: string;
-            /** Text */
+            /**
+             * Text
+             * @description what was said
+             */
             text: string;
-            /** Episode Id */
+            /**
+             * Episode Id
+             * @description the caller's id; a repeat is a duplicate (default: new)
+             */
             episode_id?: string | null;
             /**
              * Agent Id
-             * @description at most 200 characters as sent and in Unicode NFC (the form it is stored in)
+             * @description agent scope
              */
             agent_id?: string;
             /**
              * Purpose
-             * @description at most 200 characters as sent and in Unicode NFC (the form it is stored in)
+             * @description purpose scope
              */
             purpose?: string;
-            /** Subject Names */
+            /**
+             * Subject Names
+             * @description other names of the subject the text may use (at most 20)
+             */
             subject_names?: string[];
             /** @description overrides the source's default trust */
             trust?: components["schemas"]["Trust"] | null;
-            /** Idempotency Key */
+            /**
+             * Idempotency Key
+             * @description repeat-safe key per tenant: a repeat is a duplicate
+             */
             idempotency_key?: string | null;
             /**
              * Metadata
