@@ -4,7 +4,7 @@ PYTHON ?= python3
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test check lint typecheck docs services bench typescript clean
+.PHONY: demo test test-fast check lint typecheck docs services bench typescript clean
 
 # PYTHONWARNINGS hides the notice setuptools prints on every editable install (a folder named
 # like a package may shadow it): here those folders are the packages.
@@ -18,10 +18,21 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/sgam demo
 
+# Four xdist workers: most tests wait on servers, workers and the database, so four keep two
+# cores busy; each worker has its own databases (tests/parallel.py), and a test file stays on
+# one worker (loadfile), so its module-scoped servers and Celery workers start once.
+XDIST  ?= -n 4 --dist loadfile
+
 ## The whole suite: lint, strict types, the documentation site, the TypeScript client built,
 ## then every test on SQLite and the real Postgres/Redis (the client's node tests among them).
 test: check docs services typescript
-	$(BIN)/pytest --durations=15
+	$(BIN)/pytest $(XDIST) --durations=40
+
+## The loop between edits: unit tests and the integration tests on SQLite (no PostgreSQL,
+## Celery, browser or slow test; Redis is still used by a few).
+FAST   := not postgres and not celery and not browser and not slow
+test-fast: $(STAMP)
+	$(BIN)/pytest $(XDIST) -q -m "$(FAST)"
 
 # The TypeScript client (clients/typescript): `npm ci` only when its lock file changed (npm ci
 # writes node_modules/.package-lock.json last), then the build.

@@ -18,7 +18,7 @@ from typing import Any
 
 import redis
 from environment import machine_load, use_support_catalog
-from llm_lane import DEFAULT_BROKER, Stub
+from llm_lane_setup import DEFAULT_BROKER, Stub
 from pipeline_flow import LOCOMO, locomo_lines, open_store_migrated
 from scratch_databases import recreate
 

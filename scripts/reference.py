@@ -105,7 +105,10 @@ def _plain(value: Any) -> Any:
 def exit_codes_page() -> str:
     from pipeline.cli import errors
 
-    table = (errors.__doc__ or "").split("\n\n", 1)[1].strip()
+    table = "\n".join(
+        ["| code | meaning |", "|---|---|"]
+        + [f"| {code} | {meaning} |" for code, meaning in errors.EXIT_MEANINGS.items()]
+    )
     classes = ["| error class | exit code |", "|---|---|"]
     for kind, code in errors.EXIT_CODES:
         classes.append(f"| `{kind.__name__}` and its subclasses | {code} |")

@@ -4,15 +4,12 @@ name from SGAM_TEST_POSTGRES_URL, so parallel runs on one server never collide."
 
 from __future__ import annotations
 
-import os
-
 from sqlalchemy import create_engine, make_url, text
 
 from pipeline.db.models import Base
+from tests.parallel import postgres_url
 
-POSTGRES_URL = os.environ.get(
-    "SGAM_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/sgam_test"
-)
+POSTGRES_URL = postgres_url()  # this xdist worker's own (tests/parallel.py)
 TABLES = tuple(table.name for table in Base.metadata.sorted_tables)
 
 

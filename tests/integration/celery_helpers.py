@@ -17,8 +17,9 @@ import redis
 from sqlalchemy import create_engine, func, make_url, select, text
 
 from pipeline.db.models import EpisodeRow
+from tests.parallel import redis_urls
 
-REDIS_URL = os.environ.get("SGAM_TEST_REDIS_URL", "redis://127.0.0.1:6379/7")
+REDIS_URL = redis_urls()[0]  # this xdist worker's own db (tests/parallel.py)
 
 
 def celery_database_url(postgres_url: str) -> str:

@@ -23,8 +23,9 @@ from sqlalchemy import create_engine, make_url, text
 from pipeline.db.store import Store
 from pipeline.settings import Settings
 from tests.databases import create_database as create_database
+from tests.parallel import redis_urls
 
-REDIS_URL = os.environ.get("SGAM_TEST_API_REDIS_URL", "redis://127.0.0.1:6379/11")
+REDIS_URL = redis_urls()[1]  # this xdist worker's own db (tests/parallel.py)
 SGAM = str(Path(sys.executable).with_name("sgam"))
 # Tables a tenant's writes land in: "nothing written" means none of them gained a row.
 WRITTEN_TO = ("episodes", "facts", "claims", "events", "idempotency_keys", "candidates")
@@ -74,17 +75,21 @@ def start_server(database_url: str, workdir: Path, *options: str, **settings: st
             stderr=subprocess.STDOUT,
         )
     server = Server(f"http://127.0.0.1:{port}", database_url, process, log)
-    deadline = time.monotonic() + 60
+    # A bound, not a wait: the loop ends at the first answer (a busy 2-core machine running the
+    # suite on four xdist workers took 50 s to start one server).
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise AssertionError(f"sgam serve exited with {process.returncode}\n{server.logs()}")
         try:
-            if httpx2.get(server.url + "/healthz", timeout=1).status_code == 200:
+            # 5 s per probe: a loaded machine answers slowly, and a probe that times out
+            # every time would never see the server that is up.
+            if httpx2.get(server.url + "/healthz", timeout=5).status_code == 200:
                 return server
         except httpx2.TransportError:
             time.sleep(0.1)
     stop_server(server)
-    raise AssertionError(f"sgam serve did not answer within 60 s\n{server.logs()}")
+    raise AssertionError(f"sgam serve did not answer within 120 s\n{server.logs()}")
 
 
 def stop_server(server: Server) -> None:

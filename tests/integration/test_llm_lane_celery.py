@@ -214,7 +214,11 @@ def test_a_worker_killed_between_the_answer_and_its_commit_leaves_the_spend_coun
         pipeline.ingest(producer, [line])
         spent = "SELECT count(*) FROM episodes WHERE usage->>'model' IS NOT NULL"
         wait_for(lambda: count(lane_url, spent) == 1, 30, "the spend recorded", celery.logs)
-        time.sleep(1.0)  # the commit is waiting on the lock
+        waiting = (
+            "SELECT count(*) FROM pg_locks JOIN pg_database ON pg_database.oid = database"
+            " WHERE NOT granted AND datname = current_database()"
+        )
+        wait_for(lambda: count(lane_url, waiting) >= 1, 30, "the commit waiting", celery.logs)
         celery.kill(worker)
         blocker.rollback()
         assert episode_counts(lane_url) == {"processing": 1}

@@ -7,7 +7,6 @@ and `facts` must then equal the live ones column for column, every row version i
 
 from __future__ import annotations
 
-import os
 import random
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -117,7 +116,7 @@ def target_url(database_url: str, tmp_path: Path) -> Iterator[str]:
     if database_url.startswith("sqlite"):
         yield f"sqlite:///{tmp_path / 'replayed.sqlite3'}"
         return
-    url = make_url(database_url).set(database=f"sgam_test_replay_{os.getpid()}")
+    url = make_url(database_url).set(database=f"{make_url(database_url).database}_replay")
     rendered = url.render_as_string(hide_password=False)
     _drop_database(rendered)
     admin = _admin(rendered)

@@ -18,6 +18,7 @@ import pipeline
 from pipeline.db.models import ClaimRow, EventRow, FactRow
 from pipeline.db.store import open_store
 from pipeline.settings import Settings
+from tests.databases import POSTGRES_URL
 
 SGAM = os.path.join(os.path.dirname(sys.executable), "sgam")
 CITIES = ["Berlin", "Paris", "Rome", "Oslo", "Lima"]
@@ -68,11 +69,7 @@ def empty_target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'target.sqlite3'}"
         return
-    url = make_url(
-        os.environ.get(
-            "SGAM_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/sgam_test"
-        )
-    )
+    url = make_url(POSTGRES_URL)
     target = url.set(database=f"{url.database}_replay_kill_{os.getpid()}")
     admin = create_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
     with admin.connect() as connection:

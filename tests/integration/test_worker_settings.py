@@ -15,13 +15,11 @@ import pytest
 from sqlalchemy import make_url
 
 from pipeline.cli import run
+from tests.databases import POSTGRES_URL
+from tests.integration.celery_helpers import REDIS_URL
 from tests.integration.pipeline_helpers import episode
 
 SGAM = os.path.join(os.path.dirname(sys.executable), "sgam")
-REDIS_URL = os.environ.get("SGAM_TEST_REDIS_URL", "redis://127.0.0.1:6379/10")
-POSTGRES_URL = os.environ.get(
-    "SGAM_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/sgam_test"
-)
 
 
 def _sgam(tmp_path: Path, *args: str, **settings: str) -> subprocess.CompletedProcess[str]:
