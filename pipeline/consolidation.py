@@ -22,9 +22,7 @@ from pipeline.buffer.rules import stale
 from pipeline.db.models import CandidateRow, EpisodeRow, EventRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
-from pipeline.episodes.dispatch import EpisodeKey
-from pipeline.episodes.drive import drive, sweep
-from pipeline.episodes.lane_metrics import observe_consolidation
+from pipeline.episodes.stage import EpisodeKey, drive, observe_consolidation, sweep
 from pipeline.errors import InvalidInput
 from pipeline.ledger import events
 from pipeline.ledger.expire import expire

@@ -262,6 +262,8 @@ def buffered_candidate(unit: Unit, candidate_id: str, tenant_id: str) -> Candida
         raise NotFound(f"no candidate {candidate_id} in tenant {tenant_id}")
     _where(row).lock(unit)
     unit.session.refresh(row)
+    if row.forgotten_at is not None:  # a forget or purge of its subject won the race
+        raise NotFound(f"no candidate {candidate_id} in tenant {tenant_id} (forgotten)")
     if row.status != CandidateStatus.BUFFERED:
         raise NotBuffered(
             f"candidate {candidate_id} is {row.status}; only a buffered one can be decided",

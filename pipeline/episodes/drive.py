@@ -14,8 +14,9 @@ from sqlalchemy import select
 
 from pipeline.db.models import EpisodeRow
 from pipeline.db.store import Store
+from pipeline.episodes.claimed import Outcome
 from pipeline.episodes.dispatch import EpisodeKey, send_extract
-from pipeline.episodes.process import Outcome, process_episodes
+from pipeline.episodes.process import process_episodes
 from pipeline.episodes.states import Waiting, reopen_failed, strays, within_grace
 from pipeline.errors import NotFailed, NotFound, StoreUnavailable
 from pipeline.extract.llm import LlmClient

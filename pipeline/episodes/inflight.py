@@ -39,7 +39,7 @@ from pipeline.episodes.dispatch import EpisodeKey
 from schemas.lifecycle import EpisodeStatus
 
 if TYPE_CHECKING:
-    from pipeline.episodes.process import Claimed, Extracted, Outcome
+    from pipeline.episodes.claimed import Claimed, Extracted, Outcome
 
 # How long a finished answer may wait for others to share its commit: a transaction per
 # answer costs more CPU than the rest of an episode when answers come back fast. The next

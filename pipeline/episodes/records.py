@@ -9,7 +9,9 @@ import uuid
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from pipeline.db.models import EpisodeRow
+from pipeline.db.inserts import check_columns
+from pipeline.db.models import EPISODES, EpisodeRow
+from pipeline.db.unit import Unit
 from pipeline.policy.decide import Lane, episode_trust
 from schemas.episodes import Episode, SourceKind
 from schemas.facts import Trust
@@ -19,6 +21,15 @@ from schemas.lifecycle import EpisodeStatus
 
 def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def insert_new(unit: Unit, row: dict[str, Any]) -> bool:
+    """Store the episode unless it was received before (its id or idempotency key)."""
+    check_columns(EPISODES, [row])
+    inserted = unit.session.execute(
+        unit.backend.insert_new(EPISODES).returning(EpisodeRow.episode_id), [row]
+    ).first()
+    return inserted is not None
 
 
 def new_row(

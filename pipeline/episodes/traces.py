@@ -18,8 +18,8 @@ from pipeline.observe.memory import count, memory_span
 from schemas.lifecycle import ReceiptStatus
 
 if TYPE_CHECKING:
+    from pipeline.episodes.claimed import Claimed, Outcome
     from pipeline.episodes.dispatch import EpisodeKey
-    from pipeline.episodes.process import Claimed, Outcome
     from pipeline.extract.protocol import ExtractionContext, Extractor
     from pipeline.extract.result import ExtractionResult
     from pipeline.policy.apply import Decision

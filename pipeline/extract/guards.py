@@ -24,6 +24,25 @@ from schemas.fields import canonical_json, to_utc
 CurrentValues = Mapping[str, Sequence[JsonValue]]
 """What holds now for the episode's subject: attribute -> its current value(s)."""
 
+HeldSince = Mapping[tuple[str, str], datetime]
+"""Since when each current value holds: (attribute, its canonical JSON) -> its valid_from."""
+
+
+class StoredValues(dict[str, list[JsonValue]]):
+    """`CurrentValues` read from the ledger, with since when each holds (`since`): a value
+    that holds only from after an episode's time is no restatement of it."""
+
+    def __init__(self, values: CurrentValues = {}, since: HeldSince | None = None) -> None:  # noqa: B006
+        super().__init__({attribute: list(items) for attribute, items in values.items()})
+        self.since: dict[tuple[str, str], datetime] = dict(since or {})
+
+
+def held_since(current: CurrentValues) -> HeldSince:
+    """The `since` of stored values (a lazy mapping's too); nothing for plain values."""
+    since = getattr(current, "since", None)
+    return since if isinstance(since, Mapping) else {}
+
+
 FUTURE_TOLERANCE = timedelta(minutes=5)
 """Clock skew allowed between the sender's clock and the episode's timestamp."""
 
@@ -43,14 +62,23 @@ class GuardContext:
     current: CurrentValues = field(default_factory=dict)
     known_subjects: frozenset[str] = frozenset()
     day_first: bool = False
+    judged_by: str = "model"  # the extractor whose proposals these are, named in a refusal
 
 
-def current_values(facts: Iterable[Fact]) -> dict[str, list[JsonValue]]:
-    """The `CurrentValues` of facts read from the ledger (`pipeline.get`)."""
-    values: dict[str, list[JsonValue]] = {}
+def current_values(facts: Iterable[Fact]) -> StoredValues:
+    """The `CurrentValues` of facts read from the ledger (`pipeline.get`), with since when
+    each holds."""
+    values = StoredValues()
     for fact in facts:
         values.setdefault(fact.attribute, []).append(fact.value)
+        values.since[(fact.attribute, canonical_json(fact.value))] = fact.valid_from
     return values
+
+
+def _restatement(update: MemoryUpdate, context: GuardContext) -> Rejection:
+    """The refusal of a restatement, naming who judged it: the rules, or the model."""
+    who = "the rules say" if context.judged_by == "rules" else "the model says"
+    return _reject(update, RejectReason.RESTATEMENT, f"{who} the stored value holds")
 
 
 def normalise_text(text: str) -> str:
@@ -137,20 +165,26 @@ def judge(update: MemoryUpdate, context: GuardContext) -> Candidate | Rejection:
             RejectReason.FOREIGN_SUBJECT,
             f"{update.subject!r} is not the episode's subject",
         )
-    if update.change == "no_change":
-        return _reject(update, RejectReason.RESTATEMENT, "the model says the stored value holds")
     value = normalised_value(update, spec)
+    valid_from = resolved_valid_from(update, context)
+    if update.change == "no_change" and (
+        isinstance(value, Rejection) or isinstance(valid_from, Rejection)
+    ):
+        return _restatement(update, context)
     if isinstance(value, Rejection):
         return value
-    valid_from = resolved_valid_from(update, context)
     if isinstance(valid_from, Rejection):
         return valid_from
-    stored = (
-        list(context.current.get(update.attribute, ()))
-        if subject == context.episode.subject
-        else []
-    )
-    if canonical_json(value) in {canonical_json(item) for item in stored}:
+    own = subject == context.episode.subject
+    stored = list(context.current.get(update.attribute, ())) if own else []
+    # A value held now is restated only by an episode from the time it held: one that says
+    # it earlier extends its history (the ledger joins it to the interval, as for a late put).
+    since = held_since(context.current) if own else {}
+    held_from = since.get((update.attribute, canonical_json(value)))
+    earlier = held_from is not None and valid_from < held_from
+    if update.change == "no_change" and not earlier:
+        return _restatement(update, context)
+    if canonical_json(value) in {canonical_json(item) for item in stored} and not earlier:
         return _reject(update, RejectReason.RESTATEMENT, "the ledger already holds this value")
     episode = context.episode
     return Candidate(

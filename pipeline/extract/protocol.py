@@ -25,7 +25,14 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Protocol, overload
 
-from pipeline.extract.guards import CurrentValues, GuardContext, guard_all
+from pipeline.extract.guards import (
+    CurrentValues,
+    GuardContext,
+    HeldSince,
+    StoredValues,
+    guard_all,
+    held_since,
+)
 from pipeline.extract.result import ExtractionResult
 from schemas.catalog import Catalog
 from schemas.episodes import Episode
@@ -58,15 +65,17 @@ class ExtractionContext:
     def loaded(self) -> ExtractionContext:
         """The same context with everything lazy read now (e.g. before another thread, which
         holds no database connection, extracts with it)."""
-        return replace(self, current=dict(self.current), earlier=list(self.earlier))
+        current = StoredValues(self.current, held_since(self.current))
+        return replace(self, current=current, earlier=list(self.earlier))
 
-    def guards(self, episode: Episode) -> GuardContext:
+    def guards(self, episode: Episode, judged_by: str = "model") -> GuardContext:
         return GuardContext(
             episode,
             self.catalog,
             self.current,
             known_subjects=self.known_subjects,
             day_first=self.day_first,
+            judged_by=judged_by,
         )
 
 
@@ -86,7 +95,7 @@ def judged(
     episode: Episode, proposed: Sequence[MemoryUpdate], context: ExtractionContext, usage: Usage
 ) -> ExtractionResult:
     """The extractor's proposals through every guard: what is kept, what is refused and why."""
-    kept, rejected = guard_all(proposed, context.guards(episode))
+    kept, rejected = guard_all(proposed, context.guards(episode, usage.extractor))
     return ExtractionResult(episode=episode, kept=kept, rejected=rejected, usage=usage)
 
 
@@ -111,6 +120,11 @@ class LazyValues(Mapping[str, Sequence[JsonValue]]):
 
     def __len__(self) -> int:
         return len(self._loaded())
+
+    @property
+    def since(self) -> HeldSince:
+        """Since when each value holds (see `guards.StoredValues`)."""
+        return held_since(self._loaded())
 
 
 class LazyTurns(Sequence[Turn]):

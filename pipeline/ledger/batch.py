@@ -27,9 +27,9 @@ from pipeline.ledger.idempotency import (
     check_repeat,
     key_row,
     replayed_put,
-    stored_outcome,
 )
 from pipeline.ledger.pending import PendingWrites
+from pipeline.ledger.refusals import stored_outcome
 from pipeline.ledger.results import PutResult, settled
 from pipeline.ledger.slots import SlotKey, subject_lock_name
 from pipeline.ledger.write import judge_and_store, resolve

@@ -14,11 +14,10 @@ from sqlalchemy import update
 from pipeline.db.models import ClaimRow, FactRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
-from pipeline.errors import ConflictError, NotFound, NotQuarantined, VersionConflict
+from pipeline.errors import ConflictError, NotQuarantined, VersionConflict
 from pipeline.ledger import events, idempotency
 from pipeline.ledger.results import PutResult, settled
-from pipeline.ledger.slots import SlotKey, lock_key
-from pipeline.ledger.versions import current_fact, row_values, to_fact
+from pipeline.ledger.versions import locked_fact, row_values, to_fact
 from pipeline.validation import parse
 from schemas.commands import DismissFact
 from schemas.events import DismissPayload
@@ -44,12 +43,7 @@ def dismiss_fact(unit: Unit, command: DismissFact | Mapping[str, Any]) -> PutRes
 
 
 def _dismiss(unit: Unit, command: DismissFact, *, now: datetime) -> PutResult | ConflictError:
-    found = current_fact(unit.session, command.fact_id)
-    if found is None or found.tenant_id != command.tenant_id or found.forgotten_at is not None:
-        raise NotFound(f"no fact {command.fact_id} in tenant {command.tenant_id}")
-    lock_key(unit, SlotKey.of(found))
-    row = current_fact(unit.session, command.fact_id)  # again, now that the key is locked
-    assert row is not None
+    _, row = locked_fact(unit, command.fact_id, command.tenant_id)
     shown = to_fact(row_values(row))
     problem: ConflictError | None = None
     if command.expected_version is not None and row.version != command.expected_version:

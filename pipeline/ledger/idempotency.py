@@ -3,32 +3,29 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 from pydantic import BaseModel
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from pipeline.db.models import EventRow, FactRow, IdempotencyRow
+from pipeline.db.models import FactRow, IdempotencyRow
 from pipeline.db.unit import Unit
 from pipeline.errors import (
     ConflictError,
-    FactConflict,
     IdempotencyConflict,
     IdempotencyInProgress,
     NotFound,
-    NotQuarantined,
-    TrustRejected,
-    VersionConflict,
 )
 from pipeline.ledger.events import content_hash
+from pipeline.ledger.forgets import subject_forgotten_since
+from pipeline.ledger.refusals import refusal_of, stored_outcome
 from pipeline.ledger.results import PutResult
 from schemas.commands import Command
 from schemas.fields import format_utc
-from schemas.lifecycle import EventKind
 
 R = TypeVar("R", bound=BaseModel)  # a result, stored as its JSON form
 Outcome = TypeVar("Outcome", bound=BaseModel | ConflictError)  # a result or a refusal
@@ -168,50 +165,6 @@ def used_keys(unit: Unit, keys: Collection[TenantKey]) -> dict[TenantKey, Idempo
     return stored_keys(unit.session, keys)
 
 
-def subject_forgotten_since(session: Session, tenant_id: str, subject: str, since: Any) -> bool:
-    """Whether `subject` was forgotten (or purged) at or after `since`."""
-    found = session.scalar(
-        select(EventRow.event_id)
-        .where(
-            EventRow.tenant_id == tenant_id,
-            EventRow.subject == subject,
-            EventRow.kind.in_([EventKind.FORGET.value, EventKind.PURGE.value]),
-            EventRow.occurred_at >= since,
-        )
-        .limit(1)
-    )
-    return found is not None
-
-
-def stored_outcome(outcome: BaseModel | ConflictError) -> dict[str, Any] | None:
-    """What a key keeps of its first outcome: the result, or the ledger's refusal (so a
-    repeat is refused again without logging a second refusal); None for what is not kept."""
-    if isinstance(outcome, BaseModel):
-        return outcome.model_dump(mode="json")
-    kind = type(outcome).__name__
-    if kind not in _REFUSALS:
-        return None
-    details = {name: getattr(outcome, name) for name in _REFUSALS[kind][1]}
-    return {"refused": {"kind": kind, "message": str(outcome)} | details}
-
-
-def refusal_of(result: Mapping[str, Any]) -> ConflictError | None:
-    """The refusal a key's first request got, to answer again; None when it was applied."""
-    refused = result.get("refused")
-    if refused is None:
-        return None
-    kind, fields = _REFUSALS[refused["kind"]]
-    return kind(refused["message"], **{name: refused[name] for name in fields})
-
-
-_REFUSALS: dict[str, tuple[Callable[..., ConflictError], tuple[str, ...]]] = {
-    "FactConflict": (FactConflict, ("existing_fact_id",)),
-    "TrustRejected": (TrustRejected, ("existing_fact_id",)),
-    "VersionConflict": (VersionConflict, ("expected", "actual")),
-    "NotQuarantined": (NotQuarantined, ("fact_id",)),
-}
-
-
 def forgotten(session: Session, tenant_id: str, fact_ids: Collection[str]) -> set[str]:
     """Those of `fact_ids` that were forgotten (or dismissed) since: a repeated key never
     answers their values again."""
@@ -285,21 +238,133 @@ def _applied_once(
     apply: Callable[[], Outcome],
     replay: Callable[[IdempotencyRow], Outcome],
 ) -> Outcome:
-    """`apply` and its outcome kept under the command's key, or, for a key used before by the
-    same request, `replay` of what it kept (under the key's lock, held to the end of the
-    transaction)."""
-    key = command.idempotency_key
-    if key is None:
-        return apply()
-    unit.lock(("idempotency", command.tenant_id, key))
-    fingerprint = Fingerprint.of(command)
-    seen = unit.session.get(IdempotencyRow, (command.tenant_id, key))
-    if seen is not None:
-        check_repeat(vars(seen), fingerprint, key)
-        return replay(seen)
-    outcome = apply()
-    keep(unit, command, fingerprint, outcome)
+    """`KeyedStep.run` for a ledger command: its outcome (a result or a refusal) is kept."""
+    step = KeyedStep.of(command, lambda _, seen: replay(seen), stored_outcome)
+    outcome = step.run(unit, apply)
+    assert outcome is not None  # `apply` always answers
     return outcome
+
+
+A = TypeVar("A")  # what a keyed operation answers
+
+
+@dataclass(frozen=True)
+class KeyedStep(Generic[A]):
+    """One operation that may carry an idempotency key, in three moves: reserve or replay, run,
+    keep. Every keyed operation passes through it, so none handles fingerprints, reservations,
+    replays or the forget re-check itself.
+
+    `replay` builds the first answer again from the stored key (under its lock: see
+    `kept_answer` for one that lists facts); `kept_as` is what an answer keeps (None: nothing
+    kept); `retry_s` bounds the Retry-After of a repeat that meets a live reservation. Without
+    a key every move is a no-op and `run` just applies."""
+
+    request: Keyed
+    fingerprint: Fingerprint
+    replay: Callable[[Unit, IdempotencyRow], A]
+    kept_as: Callable[[A], dict[str, Any] | None]
+    retry_s: float = 1.0
+
+    @classmethod
+    def of(
+        cls,
+        request: BaseModel,
+        replay: Callable[[Unit, IdempotencyRow], A],
+        kept_as: Callable[[A], dict[str, Any] | None],
+        *,
+        kind: str | None = None,
+        retry_s: float = 1.0,
+    ) -> KeyedStep[A]:
+        """The step of `request` (a model with `tenant_id` and `idempotency_key`); `kind`
+        names the operation, as `Fingerprint.of` says."""
+        fingerprint = Fingerprint.of(request, kind=kind)
+        return cls(cast(Keyed, request), fingerprint, replay, kept_as, retry_s)
+
+    def replayed(self, unit: Unit) -> A | None:
+        """The first answer of a repeated key, under the key's lock (held to the end of the
+        transaction); None for a key not used before, or whose first request died (its
+        reservation ran out). IdempotencyConflict for a key used for another request,
+        IdempotencyInProgress while its first request still works."""
+        seen = self._seen(unit)
+        if seen is None:
+            return None
+        check_repeat(vars(seen), self.fingerprint, seen.key)
+        if reserved(seen.result):
+            refuse_while_reserved(seen.result, unit.clock(), seen.key, retry_s=self.retry_s)
+            return None
+        return self.replay(unit, seen)
+
+    def run(self, unit: Unit, apply: Callable[[], A | None]) -> A | None:
+        """The first answer again, or `apply`'s answer kept under the key (nothing kept when
+        `apply` answers None)."""
+        earlier = self.replayed(unit)
+        if earlier is not None:
+            return earlier
+        answer = apply()
+        if answer is not None:
+            self.keep(unit, answer)
+        return answer
+
+    def keep(self, unit: Unit, answer: A) -> None:
+        """Keep the answer under the key, in place of a reservation it held."""
+        stored = self.kept_as(answer)
+        if stored is not None and self.request.idempotency_key is not None:
+            self._store(unit, stored)
+
+    def reserve(self, unit: Unit, seconds: float) -> None:
+        """Hold the key for `seconds` while the first request works (call after `replayed`
+        in the same transaction: the key's lock is held)."""
+        if self.request.idempotency_key is not None:
+            self._store(unit, reservation(unit, seconds))
+
+    def release(self, unit: Unit) -> None:
+        """The first request failed before it answered: free its reservation, so that a
+        retry is answered at once from what was stored."""
+        seen = self._seen(unit)
+        if seen is not None and reserved(seen.result):
+            unit.session.delete(seen)
+
+    def _seen(self, unit: Unit) -> IdempotencyRow | None:
+        key = self.request.idempotency_key
+        if key is None:
+            return None
+        unit.lock(("idempotency", self.request.tenant_id, key))
+        return unit.session.get(IdempotencyRow, (self.request.tenant_id, key))
+
+    def _store(self, unit: Unit, result: dict[str, Any]) -> None:
+        row = key_row(unit, self.request, self.fingerprint, result)
+        held = unit.session.get(IdempotencyRow, (row["tenant_id"], row["key"]))
+        if held is None:
+            unit.session.add(IdempotencyRow(**row))
+            return
+        for name, value in row.items():
+            setattr(held, name, value)
+
+
+def kept_answer(unit: Unit, seen: IdempotencyRow) -> tuple[dict[str, Any], list[ConflictError]]:
+    """A kept answer that lists facts (`facts`, and the ledger's `refusals`: see
+    `answer_kept`), to be answered again — less what was forgotten since: a forgotten or
+    dismissed fact, and after a forget or purge of the subject every value it named."""
+    first = dict(seen.result)
+    refusals = [refusal_of(stored) for stored in first.pop("refusals", [])]
+    tenant_id, subject = seen.tenant_id, seen.subject or ""
+    if seen.command_hash == PURGED or subject_forgotten_since(
+        unit.session, tenant_id, subject, seen.created_at
+    ):
+        return first | {"facts": [], "rejected": []}, []
+    ids = [fact["fact_id"] for fact in first.get("facts", [])]
+    gone = forgotten(unit.session, tenant_id, ids)
+    first["facts"] = [fact for fact in first.get("facts", []) if fact["fact_id"] not in gone]
+    return first, [refusal for refusal in refusals if refusal is not None]
+
+
+def answer_kept(answer: BaseModel, refusals: Sequence[ConflictError]) -> dict[str, Any]:
+    """What a key keeps of an answer that lists facts: its JSON form, with the ledger's
+    refusals (a repeat is refused again without logging a second refusal)."""
+    stored = answer.model_dump(mode="json")
+    kept = [stored_outcome(refusal) for refusal in refusals]
+    stored["refusals"] = [refusal for refusal in kept if refusal is not None]
+    return stored
 
 
 def keep(

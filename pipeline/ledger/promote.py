@@ -11,7 +11,7 @@ from sqlalchemy import update
 from pipeline.db.models import ClaimRow, FactRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
-from pipeline.errors import ConflictError, NotFound, NotQuarantined, VersionConflict
+from pipeline.errors import ConflictError, NotQuarantined, VersionConflict
 from pipeline.ledger import events, idempotency
 from pipeline.ledger.judging import trust_refusal
 from pipeline.ledger.results import PutResult, settled
@@ -20,6 +20,7 @@ from pipeline.ledger.versions import (
     Change,
     change_reason,
     current_fact,
+    locked_fact,
     record_of,
     reproject,
     row_values,
@@ -53,15 +54,7 @@ def promote_fact(unit: Unit, command: PromoteFact | Mapping[str, Any]) -> PutRes
 
 def _promote(unit: Unit, command: PromoteFact, *, now: datetime) -> PutResult | ConflictError:
     session = unit.session
-    found = current_fact(session, command.fact_id)
-    if found is None or found.tenant_id != command.tenant_id or found.forgotten_at is not None:
-        # Another tenant's fact is reported exactly like a missing one.
-        raise NotFound(f"no fact {command.fact_id} in tenant {command.tenant_id}")
-    key = SlotKey.of(found)
-    lock_key(unit, key)
-    row = current_fact(session, command.fact_id)  # again, now that the key is locked
-    assert row is not None
-
+    key, row = locked_fact(unit, command.fact_id, command.tenant_id)
     log = _PromotionLog(unit, command, row, now)
     problem = _promotion_refusal(unit, key, row, command, now)
     if problem is not None:

@@ -19,8 +19,10 @@ from sqlalchemy.orm import Session
 
 from pipeline.db import inserts
 from pipeline.db.models import FACT_COLUMNS, ClaimRow, FactRow, UtcDateTime
+from pipeline.db.unit import Unit
+from pipeline.errors import NotFound
 from pipeline.ledger.intervals import Claim, Interval, holding_at, project
-from pipeline.ledger.slots import AnyClaim, AnyVersion, SlotState
+from pipeline.ledger.slots import AnyClaim, AnyVersion, SlotKey, SlotState, lock_key
 from schemas.facts import ClaimRecord, Fact, FactStatus, Trust
 from schemas.fields import format_utc
 
@@ -62,6 +64,23 @@ def record_of(row: ClaimRow) -> ClaimRecord:
 def current_fact(session: Session, fact_id: str) -> FactRow | None:
     query = select(FactRow).where(FactRow.fact_id == fact_id, FactRow.superseded_at.is_(None))
     return session.scalars(query).one_or_none()
+
+
+def locked_fact(unit: Unit, fact_id: str, tenant_id: str) -> tuple[SlotKey, FactRow]:
+    """A fact's current version, read again once its key is locked (shared with its subject's
+    forget): a forget, a purge or a dismissal that won the race is NotFound here, as is another
+    tenant's fact. The first read only names the key to lock; the second decides."""
+    found = current_fact(unit.session, fact_id)
+    if found is None or found.tenant_id != tenant_id or found.forgotten_at is not None:
+        raise NotFound(f"no fact {fact_id} in tenant {tenant_id}")
+    key = SlotKey.of(found)
+    lock_key(unit, key)
+    # The identity map would hand back the row as first read: load what is committed now.
+    query = select(FactRow).where(FactRow.fact_id == fact_id, FactRow.superseded_at.is_(None))
+    row = unit.session.scalars(query.execution_options(populate_existing=True)).one_or_none()
+    if row is None or row.forgotten_at is not None:
+        raise NotFound(f"no fact {fact_id} in tenant {tenant_id} (forgotten or dismissed)")
+    return key, row
 
 
 def as_claim(row: AnyClaim, now: datetime) -> Claim:

@@ -53,7 +53,9 @@ def free_port() -> int:
         return port
 
 
-def start_server(database_url: str, workdir: Path, *options: str, **settings: str) -> Server:
+def start_server(
+    database_url: str, workdir: Path, *options: str, ready_within_s: float = 120, **settings: str
+) -> Server:
     port = free_port()
     env = {
         **os.environ,
@@ -77,7 +79,7 @@ def start_server(database_url: str, workdir: Path, *options: str, **settings: st
     server = Server(f"http://127.0.0.1:{port}", database_url, process, log)
     # A bound, not a wait: the loop ends at the first answer (a busy 2-core machine running the
     # suite on four xdist workers took 50 s to start one server).
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + ready_within_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise AssertionError(f"sgam serve exited with {process.returncode}\n{server.logs()}")
@@ -89,7 +91,7 @@ def start_server(database_url: str, workdir: Path, *options: str, **settings: st
         except httpx2.TransportError:
             time.sleep(0.1)
     stop_server(server)
-    raise AssertionError(f"sgam serve did not answer within 120 s\n{server.logs()}")
+    raise AssertionError(f"sgam serve did not answer within {ready_within_s} s\n{server.logs()}")
 
 
 def stop_server(server: Server) -> None:

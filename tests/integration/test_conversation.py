@@ -10,7 +10,7 @@ import pytest
 import pipeline
 from pipeline.db.store import Store, open_store
 from pipeline.episodes.conversation import earlier_turns, earlier_turns_of
-from pipeline.episodes.process import context_for
+from pipeline.episodes.stage import context_for
 from pipeline.extract import RULES, LazyTurns
 from pipeline.settings import Settings
 from schemas.episodes import Episode

@@ -15,8 +15,9 @@ from sqlalchemy import insert, update
 import pipeline
 from pipeline.db.models import EpisodeRow
 from pipeline.db.store import Store, open_store
-from pipeline.episodes.process import claim, finish, process_episodes
+from pipeline.episodes.process import process_episodes
 from pipeline.episodes.records import new_row
+from pipeline.episodes.stage import claim, finish
 from pipeline.extract import ExtractionContext, judged
 from pipeline.extract.llm import LlmClient
 from pipeline.policy.decide import Lane

@@ -16,7 +16,8 @@ import pipeline
 from pipeline.db.models import EpisodeRow
 from pipeline.db.store import Store, open_store
 from pipeline.episodes.inflight import LeaseKeeper
-from pipeline.episodes.process import claim_waiting, process_episodes
+from pipeline.episodes.process import process_episodes
+from pipeline.episodes.stage import claim_waiting
 from pipeline.extract.llm import shared_client
 from pipeline.settings import Settings
 from tests.integration.celery_helpers import REDIS_URL, flush_redis

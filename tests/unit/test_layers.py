@@ -31,6 +31,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).parents[2]
 PACKAGES = ("schemas", "prompts", "pipeline", "workers")
 LAYERS: list[tuple[str, ...]] = [
@@ -178,3 +180,95 @@ def test_no_test_module_imports_another_test_module_or_conftest() -> None:
         "tests.conftest.FrozenClock",
         "tests.integration.test_forget",
     ]
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of a graph, each once, as the modules on it from its smallest."""
+    found: set[tuple[str, ...]] = set()
+
+    def walk(path: list[str]) -> None:
+        for target in sorted(edges.get(path[-1], ())):
+            if target == path[0]:
+                found.add(tuple(path))
+            elif target not in path and target > path[0]:
+                walk([*path, target])
+
+    for start in sorted(edges):
+        walk([start])
+    return [list(cycle) for cycle in sorted(found)]
+
+
+def _package_edges() -> dict[str, set[str]]:
+    """Each module's imports of its sibling modules (the package's `__init__` aside),
+    TYPE_CHECKING and lazy imports included."""
+    edges: dict[str, set[str]] = {}
+    for module, path in MODULES.items():
+        if path.name == "__init__.py":
+            continue
+        package = module.rpartition(".")[0]
+        targets = imported(module, path.read_text(encoding="utf-8"))
+        edges[module] = {
+            target
+            for target in targets
+            if target != module
+            and target.rpartition(".")[0] == package
+            and MODULES.get(target, Path()).name != "__init__.py"
+        }
+    return edges
+
+
+def test_no_import_cycle_among_a_packages_modules() -> None:
+    """Types that several modules of a package share live in a module below all of them."""
+    assert _cycles(_package_edges()) == []
+
+
+def test_the_cycle_check_sees_a_circle_under_type_checking() -> None:
+    """What `episodes/process.py`, `inflight.py` and `traces.py` used to do is refused."""
+    process = "from pipeline.episodes.inflight import run_in_flight\n"
+    inflight = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from pipeline.episodes.process import Claimed\n"
+    )
+    edges = {
+        "pipeline.episodes.process": imported("pipeline.episodes.process", process),
+        "pipeline.episodes.inflight": imported("pipeline.episodes.inflight", inflight),
+    }
+    assert _cycles(edges) == [["pipeline.episodes.inflight", "pipeline.episodes.process"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+# The largest a module may grow; migrations are generated history and stay as written.
+MAX_LINES = 400
+SIZED = (*PACKAGES, "bench", "scripts")
+
+
+def _line_counts() -> dict[str, int]:
+    counts = {}
+    for top in SIZED:
+        for path in (ROOT / top).rglob("*.py"):
+            if "migrations" in path.parts:
+                continue
+            counts[str(path.relative_to(ROOT))] = len(path.read_text(encoding="utf-8").splitlines())
+    return counts
+
+
+def test_no_module_is_over_400_lines() -> None:
+    counts = _line_counts()
+    assert counts["pipeline/hot_path.py"] <= 200
+    over = {path: lines for path, lines in counts.items() if lines > MAX_LINES}
+    assert over == {}, over
+
+
+@pytest.mark.parametrize("module", ["hot_path", "consolidation"])
+def test_the_lanes_use_the_episode_stage_only_through_its_seam(module: str) -> None:
+    """`pipeline/hot_path.py` and `pipeline/consolidation.py` use the episode stage only
+    through its seam (`stage.py`), and no `_name` of any other module."""
+    tree = ast.parse((ROOT / "pipeline" / f"{module}.py").read_text(encoding="utf-8"))
+    froms = [node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
+    private = [alias.name for node in froms for alias in node.names if alias.name.startswith("_")]
+    episodes = {
+        node.module for node in froms if (node.module or "").startswith("pipeline.episodes")
+    }
+    assert private == []
+    assert episodes == {"pipeline.episodes.stage"}
