@@ -4,7 +4,7 @@ PYTHON ?= python3
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test test-fast check lint typecheck docs services bench clean
+.PHONY: demo test test-fast check lint typecheck docs services bench typescript clean
 
 # PYTHONWARNINGS hides the notice setuptools prints on every editable install (a folder named
 # like a package may shadow it): here those folders are the packages.
@@ -23,9 +23,9 @@ demo: $(STAMP)
 # one worker (loadfile), so its module-scoped servers and Celery workers start once.
 XDIST  ?= -n 4 --dist loadfile
 
-## The whole suite: lint, strict types, the documentation site, then every test on SQLite and
-## the real Postgres/Redis.
-test: check docs services
+## The whole suite: lint, strict types, the documentation site, the TypeScript client built,
+## then every test on SQLite and the real Postgres/Redis (the client's node tests among them).
+test: check docs services typescript
 	$(BIN)/pytest $(XDIST) --durations=40
 
 ## The loop between edits: unit tests and the integration tests on SQLite (no PostgreSQL,
@@ -33,6 +33,15 @@ test: check docs services
 FAST   := not postgres and not celery and not browser and not slow
 test-fast: $(STAMP)
 	$(BIN)/pytest $(XDIST) -q -m "$(FAST)"
+
+# The TypeScript client (clients/typescript): `npm ci` only when its lock file changed (npm ci
+# writes node_modules/.package-lock.json last), then the build.
+TS := clients/typescript
+$(TS)/node_modules/.package-lock.json: $(TS)/package-lock.json
+	cd $(TS) && npm ci --no-audit --no-fund
+
+typescript: $(TS)/node_modules/.package-lock.json
+	cd $(TS) && npm run build
 
 ## The documentation site, offline, into site/: the reference pages must match the code
 ## (scripts/reference.py writes them), and any warning (a broken link, an asset from another
@@ -58,3 +67,4 @@ bench: $(STAMP) services
 
 clean:
 	rm -rf $(VENV) site .mypy_cache .pytest_cache .ruff_cache .hypothesis sgam.sqlite3* sgam-demo.sqlite3*
+	rm -rf $(TS)/node_modules $(TS)/dist $(TS)/build

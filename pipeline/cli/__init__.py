@@ -82,6 +82,7 @@ for command in (
     workers.sweep,
     extract.extract,
     serve.serve,
+    serve.openapi,
     serve.keys,
     agents.mcp_stdio,
 ):

@@ -1,4 +1,5 @@
-"""`sgam serve` (the HTTP service) and `sgam keys create|list|revoke` (its API keys)."""
+"""`sgam serve` (the HTTP service), `sgam openapi` (its OpenAPI document) and
+`sgam keys create|list|revoke` (its API keys)."""
 
 from __future__ import annotations
 
@@ -94,6 +95,28 @@ def _check_address(host: str, port: int) -> None:
             raise InvalidInput(
                 "host", f"cannot listen on {host}:{port} ({error.strerror})"
             ) from error
+
+
+@click.command()
+def openapi() -> None:
+    """Print the HTTP service's OpenAPI document (what `sgam serve` answers at /openapi.json).
+
+    It is the document for the configured catalogue and limits (the bundled default catalogue
+    when none is set); the database is never opened, as the document depends only on them."""
+    import json
+
+    from pipeline.api.app import create_app
+    from pipeline.db.store import Store
+    from pipeline.settings import load_settings
+
+    store = Store(load_settings())  # not open_store: no schema check, no connection
+    try:
+        document = create_app(store.settings, store).openapi()
+    finally:
+        store.dispose()
+    # FastAPI's order, the server's own: the same settings print the same bytes, so a
+    # checked-in copy can be compared byte for byte.
+    click.echo(json.dumps(document, indent=2, ensure_ascii=False))
 
 
 @click.group()
