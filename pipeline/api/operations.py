@@ -36,7 +36,7 @@ from pipeline.read.context import Context
 from pipeline.validation import invalid_field
 from schemas.facts import Fact
 from schemas.lifecycle import CandidateStatus, ReceiptStatus
-from schemas.results import Decided, IngestReport, SupportedCandidate
+from schemas.results import Decided, IngestReport, SearchResult, SupportedCandidate
 
 Json = dict[str, Any]
 CandidateFilter = CandidateStatus | Literal["all"]
@@ -143,6 +143,27 @@ def facts(
     with _memory(names.SEARCH_MEMORY, query) as opened:
         found = pipeline.get(store, query | {"include_quarantined": include_quarantined})
         count(opened, len(found))
+    return found
+
+
+def search(
+    store: Store,
+    key: ApiKey,
+    subject: str,
+    named: Mapping[str, Any],
+    **asked: Any,
+) -> SearchResult:
+    """The subject's facts and episodes that match `query`, best first; `kinds` a list or
+    a comma-separated string."""
+    if asked.get("include_quarantined") and not key.allows("reviewer"):
+        raise Forbidden("include_quarantined needs the reviewer role")
+    kinds = asked.get("kinds")
+    if isinstance(kinds, str):
+        asked["kinds"] = [kind.strip() for kind in kinds.split(",")]
+    query = _read_scope(key, subject, named) | given(**asked)
+    with _memory(names.SEARCH_MEMORY, query) as opened:
+        found = pipeline.search(store, query)
+        count(opened, len(found.facts) + len(found.episodes))
     return found
 
 

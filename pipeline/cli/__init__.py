@@ -21,6 +21,7 @@ from pipeline.cli import (
     imports,
     intake,
     lifecycle,
+    search,
     serve,
     workers,
 )
@@ -41,6 +42,7 @@ for command in (
     facts.put,
     facts.get,
     facts.history,
+    search.search,
     imports.import_facts,
     lifecycle.promote,
     lifecycle.dismiss,

@@ -40,6 +40,8 @@ RECENCY = 0.25
 SNIPPET_CHARS = 300
 MAX_LIMIT = 100
 MAX_QUERY_CHARS = 2_000
+# `kinds` as a door that takes text names it: comma-separated.
+KINDS_PATTERN = "^(facts|episodes)(,(facts|episodes))?$"
 
 
 class SearchQuery(SubjectQuery):
