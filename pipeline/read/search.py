@@ -14,7 +14,9 @@ was said last about a thing is usually what holds (a rescheduled date, a changed
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
+from functools import cache
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -27,7 +29,7 @@ from pipeline.db import search_index
 from pipeline.db.models import FACT_COLUMNS, EpisodeRow, FactRow
 from pipeline.db.store import Store
 from pipeline.read.facts import SubjectQuery, visible
-from pipeline.read.search_terms import WORD, query_words, stems
+from pipeline.read.search_terms import query_words, stems
 from pipeline.validation import parse
 from schemas.episodes import SOURCE_TRUST
 from schemas.facts import Trust
@@ -70,9 +72,7 @@ def search(store: Store, query: SearchQuery | Mapping[str, Any]) -> SearchResult
             return SearchResult(query=query.query)
         params |= {"terms": terms, "tsquery": " | ".join(map(_lexeme, terms))}
         facts = (
-            _facts(connection, query, params, postgres)
-            if SearchKind.FACTS in query.kinds
-            else []
+            _facts(connection, query, params, postgres) if SearchKind.FACTS in query.kinds else []
         )
         episodes = (
             _episodes(connection, query, params, postgres, words)
@@ -140,14 +140,28 @@ def _term_list() -> Any:
 # -- facts ---------------------------------------------------------------------------------
 
 
-def _fact_conditions(query: SearchQuery) -> list[Any]:
-    return visible("get", query.known_at is not None, query.include_quarantined)
-
-
 def _facts(
     connection: Connection, query: SearchQuery, params: dict[str, Any], postgres: bool
 ) -> list[FoundFact]:
-    conditions = _fact_conditions(query)
+    statement = _fact_ranking(postgres, query.known_at is not None, query.include_quarantined)
+    ranked = connection.execute(statement, params).all()
+    if not ranked:
+        return []
+    scores = {doc: float(score) for doc, score in ranked}
+    columns = [getattr(FactRow, name) for name in FACT_COLUMNS]
+    rows = connection.execute(
+        select(FactRow.row_id, *columns).where(FactRow.row_id.in_(list(scores)))
+    ).all()
+    found = [
+        FoundFact.model_validate({**row._mapping, "score": scores[row.row_id]}) for row in rows
+    ]
+    return sorted(found, key=lambda fact: (-fact.score, fact.attribute, fact.fact_id))
+
+
+@cache
+def _fact_ranking(postgres: bool, known: bool, quarantined: bool) -> Select[Any]:
+    """One statement per shape of query, built once (building costs more than running it)."""
+    conditions = visible("get", known, quarantined)
     if postgres:
         vector = sql_column(_VECTOR)
         scope = (
@@ -179,39 +193,34 @@ def _facts(
             .cte("scope")
         )
         hits = _sqlite_hits(scope, terms)
-    ranked = connection.execute(_ranked(scope, hits.cte("hits")), params).all()
-    if not ranked:
-        return []
-    scores = {doc: float(score) for doc, score in ranked}
-    columns = [getattr(FactRow, name) for name in FACT_COLUMNS]
-    rows = connection.execute(
-        select(FactRow.row_id, *columns).where(FactRow.row_id.in_(list(scores)))
-    ).all()
-    found = [
-        FoundFact.model_validate({**row._mapping, "score": scores[row.row_id]}) for row in rows
-    ]
-    return sorted(found, key=lambda fact: (-fact.score, fact.attribute, fact.fact_id))
+    return _ranked(scope, hits.cte("hits"))
 
 
 def _sqlite_hits(scope: Any, terms: Any) -> Select[Any]:
-    """Each (document, term) of the scope with its frequency, from FTS5's vocabulary."""
+    """Each (document, term) of the scope with its frequency, from FTS5's vocabulary: the
+    query terms' occurrences first (a lookup by term), then the scope's share of them."""
+    occurrences = (
+        select(terms.c.doc, terms.c.term)
+        .where(terms.c.term.in_(_term_list()))
+        .cte("occurrences")
+        .prefix_with("MATERIALIZED")
+    )
     return (
         select(
-            terms.c.doc.label("doc"),
-            terms.c.term.label("term"),
+            occurrences.c.doc.label("doc"),
+            occurrences.c.term.label("term"),
             func.count().label("tf"),
             func.max(scope.c.dl).label("dl"),
         )
-        .join(scope, scope.c.doc == terms.c.doc)
-        .where(terms.c.term.in_(_term_list()))
-        .group_by(terms.c.doc, terms.c.term)
+        .join(scope, scope.c.doc == occurrences.c.doc)
+        .group_by(occurrences.c.doc, occurrences.c.term)
     )
 
 
 # -- episodes ------------------------------------------------------------------------------
 
 
-def _episode_conditions(query: SearchQuery) -> list[Any]:
+def _episode_conditions(known: bool, quarantined: bool) -> list[Any]:
     conditions: list[Any] = [
         EpisodeRow.tenant_id == bindparam("tenant_id"),
         EpisodeRow.agent_id == bindparam("agent_id"),
@@ -221,10 +230,12 @@ def _episode_conditions(query: SearchQuery) -> list[Any]:
         EpisodeRow.text.is_not(None),
         EpisodeRow.occurred_at <= bindparam("at"),
     ]
-    if query.known_at is not None:
+    if known:
         conditions.append(EpisodeRow.received_at <= bindparam("known_at"))
-    if not query.include_quarantined:
-        untrusted = [source.value for source, trust in SOURCE_TRUST.items() if trust is Trust.UNTRUSTED]
+    if not quarantined:
+        untrusted = [
+            source.value for source, trust in SOURCE_TRUST.items() if trust is Trust.UNTRUSTED
+        ]
         conditions.append(
             or_(
                 EpisodeRow.trust != Trust.UNTRUSTED.value,
@@ -241,7 +252,28 @@ def _episodes(
     postgres: bool,
     words: Sequence[str],
 ) -> list[FoundEpisode]:
-    conditions = _episode_conditions(query)
+    ranking, fetch = _episode_statements(
+        postgres, query.known_at is not None, query.include_quarantined
+    )
+    # More candidates than asked for, so that recency can reorder close scores.
+    wide = params | {"limit": min(MAX_LIMIT * 3, params["limit"] * 3)}
+    ranked = connection.execute(ranking, wide).all()
+    if not ranked:
+        return []
+    scores = {doc: float(score) for doc, score in ranked}
+    rows = connection.execute(fetch, {"tenant_id": query.tenant_id, "docs": list(scores)}).all()
+    best = _by_recency(rows, scores)[: query.limit]
+    return [
+        episode.model_copy(update={"snippet": snippet(episode.snippet, words)}) for episode in best
+    ]
+
+
+@cache
+def _episode_statements(
+    postgres: bool, known: bool, quarantined: bool
+) -> tuple[Select[Any], Select[Any]]:
+    """The ranking statement and the one that reads the best episodes, built once."""
+    conditions = _episode_conditions(known, quarantined)
     if postgres:
         vector = sql_column(_VECTOR)
         scope = (
@@ -292,31 +324,24 @@ def _episodes(
                 keys.c.episode_id == EpisodeRow.episode_id,
             ),
         )
-    # More candidates than asked for, so that recency can reorder close scores.
-    wide = params | {"limit": min(MAX_LIMIT * 3, params["limit"] * 3)}
-    ranked = connection.execute(_ranked(scope, hits.cte("hits")), wide).all()
-    if not ranked:
-        return []
-    scores = {doc: float(score) for doc, score in ranked}
-    rows = connection.execute(
+    fetch = (
         select(
             key.label("doc"),
             EpisodeRow.episode_id,
             EpisodeRow.occurred_at,
             EpisodeRow.session_id,
             EpisodeRow.text,
-            EpisodeRow.received_at,
         )
         .select_from(joined)
-        .where(EpisodeRow.tenant_id == bindparam("tenant_id"), key.in_(list(scores))),
-        {"tenant_id": query.tenant_id},
-    ).all()
-    return _by_recency(rows, scores, words)[: query.limit]
+        .where(
+            EpisodeRow.tenant_id == bindparam("tenant_id"),
+            key.in_(bindparam("docs", expanding=True)),
+        )
+    )
+    return _ranked(scope, hits.cte("hits")), fetch
 
 
-def _by_recency(rows: Sequence[Any], scores: Mapping[Any, float], words: Sequence[str]) -> list[
-    FoundEpisode
-]:
+def _by_recency(rows: Sequence[Any], scores: Mapping[Any, float]) -> list[FoundEpisode]:
     """Scores lifted by how late each episode was said among the candidates: the latest
     gains RECENCY of its score, the earliest nothing."""
     moments = sorted({row.occurred_at for row in rows})
@@ -327,7 +352,7 @@ def _by_recency(rows: Sequence[Any], scores: Mapping[Any, float], words: Sequenc
             episode_id=row.episode_id,
             occurred_at=row.occurred_at,
             session_id=row.session_id,
-            snippet=snippet(row.text, words),
+            snippet=row.text,  # cut to a snippet once the best are known
             score=scores[row.doc] * (1 + RECENCY * position[row.occurred_at]),
         )
         for row in rows
@@ -339,12 +364,8 @@ def snippet(text: str, words: Sequence[str]) -> str:
     """The text, or about SNIPPET_CHARS of it around the first query word it holds."""
     if len(text) <= SNIPPET_CHARS:
         return text
-    folded = text.casefold()
-    starts = [
-        match.start()
-        for match in WORD.finditer(folded)
-        if any(match.group().startswith(word[:4]) for word in words)
-    ]
-    start = max(0, (starts[0] if starts else 0) - SNIPPET_CHARS // 3)
+    stems = "|".join(re.escape(word[:5]) for word in words)
+    first = re.search(rf"\b(?:{stems})", text, re.IGNORECASE) if stems else None
+    start = max(0, (first.start() if first else 0) - SNIPPET_CHARS // 3)
     cut = text[start : start + SNIPPET_CHARS]
     return ("…" if start else "") + cut + ("…" if start + SNIPPET_CHARS < len(text) else "")

@@ -76,9 +76,9 @@ def stems(connection: Connection, words: Iterable[str], postgres: bool) -> list[
             "USING fts5vocab(temp, sgam_stem, instance)"
         )
     )
-    connection.execute(text("INSERT INTO temp.sgam_stem(rowid, words) VALUES (1, :words)"), {
-        "words": joined
-    })
+    connection.execute(
+        text("INSERT INTO temp.sgam_stem(rowid, words) VALUES (1, :words)"), {"words": joined}
+    )
     found = connection.execute(text("SELECT DISTINCT term FROM temp.sgam_stem_terms"))
     terms = [str(term) for term in found.scalars()]
     connection.execute(text("DELETE FROM temp.sgam_stem"))
