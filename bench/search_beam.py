@@ -77,8 +77,9 @@ def run(backend: str, beam: Path, postgres: str) -> dict[str, Any]:
             documents = load(store, beam, chat)
             reference = Bm25Reference(documents)
             probes = json.loads(
-                (chat_file(beam, chat).parent / "probing_questions" / "probing_questions.json")
-                .read_text(encoding="utf-8")
+                (
+                    chat_file(beam, chat).parent / "probing_questions" / "probing_questions.json"
+                ).read_text(encoding="utf-8")
             )
             for category in CATEGORIES:
                 for question in probes.get(category, []):
@@ -88,7 +89,7 @@ def run(backend: str, beam: Path, postgres: str) -> dict[str, Any]:
                         continue
                     asked = {"tenant_id": f"beam-{chat}", "subject": "user", "limit": 10}
                     asked |= {"query": question["question"], "kinds": ["episodes"]}
-                    found = timed(lambda: pipeline.search(store, asked), laps)
+                    found = timed(lambda asked=asked: pipeline.search(store, asked), laps)
                     ranked = [e.episode_id for e in found.episodes]
                     plain = reference.rank(question["question"], 10)
                     row = {
@@ -124,6 +125,7 @@ def run(backend: str, beam: Path, postgres: str) -> dict[str, Any]:
 
 def _above(ranked: list[str], updated: list[int], original: list[int]) -> float:
     """1 when the first updated message ranks above every original one (missing: last)."""
+
     def position(ids: list[int]) -> int:
         places = [ranked.index(f"m{i}") for i in ids if f"m{i}" in ranked]
         return min(places) if places else len(ranked) + 1

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import scratch_databases
-from pipeline.db.store import Store, open_store
+
+from pipeline.db.store import Store
 from pipeline.read.search_terms import STOP_WORDS, WORD
 from pipeline.settings import Settings
 

@@ -40,7 +40,9 @@ def search(tenant: str, agent: str, purpose: str, as_json: bool, **options: Any)
         for episode in found.episodes:
             said = format_utc(episode.occurred_at)
             text = json.dumps(episode.snippet, ensure_ascii=False)
-            sys.stdout.write(f"{episode.score:7.3f}  {said}  episode={episode.episode_id}  {text}\n")
+            sys.stdout.write(
+                f"{episode.score:7.3f}  {said}  episode={episode.episode_id}  {text}\n"
+            )
     if not found.found:
         if not output.wants_json(as_json):
             click.echo("nothing found", err=True)

@@ -95,8 +95,8 @@ def forget_subject(
 
 
 def apply_forget(unit: Unit, payload: ForgetPayload) -> int:
-    """Tombstone every fact, claim, candidate and episode of the subject; returns how many facts were hidden.
-    Also what replay applies."""
+    """Tombstone every fact, claim, candidate and episode of the subject; returns how many
+    facts were hidden. Also what replay applies."""
     session = unit.session
     tenant_id, subject, now = payload.tenant_id, payload.subject, payload.now
     of_subject = (FactRow.tenant_id == tenant_id, FactRow.subject == subject)

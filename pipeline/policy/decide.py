@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from schemas.catalog import AttributeSpec, Recurrence, Sensitivity
-from schemas.episodes import Lane as Lane  # the policy decides per lane
 from schemas.episodes import SOURCE_TRUST as SOURCE_TRUST  # the policy reads trust from it
+from schemas.episodes import Lane as Lane  # the policy decides per lane
 from schemas.episodes import SourceKind
 from schemas.facts import Trust
 

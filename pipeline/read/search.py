@@ -163,7 +163,7 @@ def _fact_ranking(postgres: bool, known: bool, quarantined: bool) -> Select[Any]
     """One statement per shape of query, built once (building costs more than running it)."""
     conditions = visible("get", known, quarantined)
     if postgres:
-        vector = sql_column(_VECTOR)
+        vector: Any = sql_column(_VECTOR)
         scope = (
             select(FactRow.row_id.label("doc"), func.length(vector).label("dl"))
             .where(*conditions)
@@ -275,7 +275,7 @@ def _episode_statements(
     """The ranking statement and the one that reads the best episodes, built once."""
     conditions = _episode_conditions(known, quarantined)
     if postgres:
-        vector = sql_column(_VECTOR)
+        vector: Any = sql_column(_VECTOR)
         scope = (
             select(EpisodeRow.episode_id.label("doc"), func.length(vector).label("dl"))
             .where(*conditions)

@@ -61,8 +61,9 @@ def test_other_tenants_rows_move_no_score(store: Store) -> None:
     put_fact(store, **READ, attribute="employer", value="Initech")
     before = _search(store, "utrecht").facts[0].score
     for number in range(30):
-        put_fact(store, tenant_id="other", subject=f"s{number}", attribute="home_city",
-                 value="Utrecht")
+        put_fact(
+            store, tenant_id="other", subject=f"s{number}", attribute="home_city", value="Utrecht"
+        )
         put_fact(store, **READ, agent_id=f"bot{number}", attribute="employer", value="Utrecht")
 
     after = _search(store, "utrecht")
@@ -71,13 +72,18 @@ def test_other_tenants_rows_move_no_score(store: Store) -> None:
     assert after.facts[0].score == pytest.approx(before)
 
 
-def test_a_superseded_value_is_found_only_inside_its_interval(clocked_store: Store,
-                                                              clock: FrozenClock) -> None:
+def test_a_superseded_value_is_found_only_inside_its_interval(
+    clocked_store: Store, clock: FrozenClock
+) -> None:
     store = clocked_store
-    put_fact(store, **READ, attribute="home_city", value="Utrecht", valid_from="2026-01-01T00:00:00Z")
+    put_fact(
+        store, **READ, attribute="home_city", value="Utrecht", valid_from="2026-01-01T00:00:00Z"
+    )
     written = clock()
     clock.set(written + timedelta(hours=1))
-    put_fact(store, **READ, attribute="home_city", value="Leiden", valid_from="2026-06-01T00:00:00Z")
+    put_fact(
+        store, **READ, attribute="home_city", value="Leiden", valid_from="2026-06-01T00:00:00Z"
+    )
 
     assert _values(_search(store, "utrecht leiden")) == ["Leiden"]
     assert _values(_search(store, "utrecht", at="2026-03-01T00:00:00Z")) == ["Utrecht"]
@@ -94,13 +100,17 @@ def test_quarantined_facts_only_for_a_reviewer(store: Store) -> None:
 
 def test_a_forgotten_subject_is_found_nowhere(store: Store) -> None:
     put_fact(store, **READ, attribute="home_city", value="Utrecht")
-    pipeline.ingest(store, [episode("We moved to Utrecht last spring", "2026-05-01T10:00:00Z", "s1")])
+    pipeline.ingest(
+        store, [episode("We moved to Utrecht last spring", "2026-05-01T10:00:00Z", "s1")]
+    )
     assert _search(store, "utrecht").episodes
 
     pipeline.forget(store, READ)
 
     assert not _search(store, "utrecht", include_quarantined=True).found
-    pipeline.ingest(store, [episode("Utrecht again, after the forget", "2026-06-01T10:00:00Z", "s2")])
+    pipeline.ingest(
+        store, [episode("Utrecht again, after the forget", "2026-06-01T10:00:00Z", "s2")]
+    )
     assert [e.snippet for e in _search(store, "utrecht").episodes] == [
         "Utrecht again, after the forget"
     ]

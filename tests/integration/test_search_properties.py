@@ -6,6 +6,7 @@ never a superseded, corrected, expired, quarantined, forgotten or purged memory.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -63,8 +64,9 @@ class Said:
     untrusted: set[str] = field(default_factory=set)
 
 
-def _apply(store: Store, clock: FrozenClock, scope: dict[str, str], history: list[Operation],
-           said: Said) -> list[datetime]:
+def _apply(
+    store: Store, clock: FrozenClock, scope: dict[str, str], history: list[Operation], said: Said
+) -> list[datetime]:
     moments = []
     for kind, step in history:
         clock.set(clock() + timedelta(hours=1))
@@ -80,10 +82,9 @@ def _apply(store: Store, clock: FrozenClock, scope: dict[str, str], history: lis
             }
             if step["expires"]:
                 command["expires_at"] = (clock() + timedelta(minutes=90)).isoformat()
-            try:
+            # Equal trust, another value: refused, as the ledger decides.
+            with contextlib.suppress(ConflictError):
                 pipeline.put(store, command)
-            except ConflictError:
-                pass  # equal trust, another value: refused, as the ledger decides
         elif kind == "episode":
             episode_id = f"ep-{uuid.uuid4().hex[:8]}"
             day = datetime(2026, 1, 1, tzinfo=clock().tzinfo) + timedelta(days=step["day"])

@@ -21,8 +21,10 @@ READ = {"tenant_id": "acme", "subject": "mira"}
 
 def _words(count: int) -> list[str]:
     # Letters only, ending in a consonant cluster no stemmer shortens.
-    return [f"zq{uuid.uuid4().hex[:8].translate(str.maketrans('0123456789', 'ghjklmnpqr'))}x"
-            for _ in range(count)]
+    return [
+        f"zq{uuid.uuid4().hex[:8].translate(str.maketrans('0123456789', 'ghjklmnpqr'))}x"
+        for _ in range(count)
+    ]
 
 
 def _write(store: Store, words: list[str]) -> None:
@@ -40,7 +42,8 @@ def _write(store: Store, words: list[str]) -> None:
             },
         )
     episodes = [
-        READ | {"session_id": "s1", "occurred_at": "2026-05-01T10:00:00Z", "text": f"we spoke of {w}"}
+        READ
+        | {"session_id": "s1", "occurred_at": "2026-05-01T10:00:00Z", "text": f"we spoke of {w}"}
         for w in words[half:]
     ]
     pipeline.ingest(store, episodes)

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Annotated
 
 from annotated_types import Interval
-from pydantic import StringConstraints
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
+from pydantic import StringConstraints
 
 import pipeline
 from pipeline.api import catalog_schema, operations

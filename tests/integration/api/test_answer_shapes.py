@@ -125,7 +125,8 @@ def test_every_answer_is_its_documented_model_and_the_python_apis_answer(
             200,
         )
         assert [f["attribute"] for f in found["facts"]] == ["home_city"]
-        assert found["episodes"] and all(e["score"] > 0 for e in found["episodes"])
+        assert found["episodes"]
+        assert all(e["score"] > 0 for e in found["episodes"])
         python = pipeline.search(store, scope | {"subject": "mira"} | sought)
         assert plain(python) == found
 
