@@ -209,9 +209,11 @@ def context(
     *,
     query: str | None = None,
     budget_tokens: int | str | None = None,
+    episodes: bool = False,
 ) -> Context:
     """The cited context block; `text` joins the items as a model would be given them."""
     asked = _read_scope(key, subject, named) | given(query=query, budget_tokens=budget_tokens)
+    asked["episodes"] = episodes
     with _memory(names.SEARCH_MEMORY, asked) as opened:
         assembled = pipeline.assemble(store, asked)
         count(opened, len(assembled.items))

@@ -42,6 +42,7 @@ RECENCY = 0.25
 SNIPPET_CHARS = 300
 MAX_LIMIT = 100
 MAX_QUERY_CHARS = 2_000
+RELEVANCE_LIMIT = 100_000  # context ranks every matching fact of a scope
 # `kinds` as a door that takes text names it: comma-separated.
 KINDS_PATTERN = "^(facts|episodes)(,(facts|episodes))?$"
 
@@ -59,12 +60,23 @@ def search(store: Store, query: SearchQuery | Mapping[str, Any]) -> SearchResult
     """The facts and episodes of one subject that match the query, within each kind best
     first; nothing for a query without a usable word (all stop words)."""
     query = parse(SearchQuery, query)
+    return _search(store, query, query.limit)
+
+
+def fact_relevance(store: Store, query: SearchQuery | Mapping[str, Any]) -> dict[str, float]:
+    """Every matching visible fact's BM25 score by fact id, with no limit: what context
+    assembly ranks the scope's facts by."""
+    query = parse(SearchQuery, query).model_copy(update={"kinds": [SearchKind.FACTS]})
+    return {fact.fact_id: fact.score for fact in _search(store, query, RELEVANCE_LIMIT).facts}
+
+
+def _search(store: Store, query: SearchQuery, limit: int) -> SearchResult:
     words = query_words(store.catalog, query.query)
     if not words:
         return SearchResult(query=query.query)
     now = store.clock()
     params = query.model_dump(include={"tenant_id", "agent_id", "purpose", "subject", "known_at"})
-    params |= {"now": now, "at": query.at or now, "limit": query.limit}
+    params |= {"now": now, "at": query.at or now, "limit": limit}
     postgres = store.is_postgres
     with store.reading() as connection:
         terms = stems(connection, words, postgres)
@@ -262,7 +274,7 @@ def _episodes(
         return []
     scores = {doc: float(score) for doc, score in ranked}
     rows = connection.execute(fetch, {"tenant_id": query.tenant_id, "docs": list(scores)}).all()
-    best = _by_recency(rows, scores)[: query.limit]
+    best = _by_recency(rows, scores)[: params["limit"]]
     return [
         episode.model_copy(update={"snippet": snippet(episode.snippet, words)}) for episode in best
     ]

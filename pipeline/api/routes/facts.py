@@ -208,9 +208,13 @@ def get_context(
     named: Scope,
     query: TextQuery = None,
     budget_tokens: Budget = None,
+    episodes: Flag = False,
 ) -> Context:
-    """`text` joins the items as a model would be given them."""
-    return operations.context(store, key, subject, named, query=query, budget_tokens=budget_tokens)
+    """`text` joins the items as a model would be given them; with `episodes`, the episodes
+    matching `query` follow the facts, each labelled with when it was said."""
+    return operations.context(
+        store, key, subject, named, query=query, budget_tokens=budget_tokens, episodes=episodes
+    )
 
 
 @router.post(
