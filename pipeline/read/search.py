@@ -8,8 +8,9 @@ unless a reviewer asks. The text index only narrows the candidates. BM25 (k1 1.2
 takes its document frequencies and lengths from that filtered scope, never the whole table,
 so other tenants' rows and hidden versions never move a score.
 
-Among episodes, a later one that scores close to an earlier one comes first (`RECENCY`): what
-was said last about a thing is usually what holds (a rescheduled date, a changed plan).
+Among the episodes answered, a later one that scores close to an earlier one comes first
+(`RECENCY`): what was said last about a thing is usually what holds (a rescheduled date, a
+changed plan).
 """
 
 from __future__ import annotations
@@ -37,8 +38,9 @@ from schemas.fields import Text, UtcDatetime
 from schemas.results import FoundEpisode, FoundFact, SearchKind, SearchResult
 
 K1, B = 1.2, 0.75
-# A later episode gains up to this share of its score over the earliest matching one.
-RECENCY = 0.25
+# A later episode gains up to this share of its score over the earliest one answered
+# (measured on BEAM's knowledge-update questions: bench/README.md).
+RECENCY = 1.0
 SNIPPET_CHARS = 300
 MAX_LIMIT = 100
 MAX_QUERY_CHARS = 2_000
@@ -267,14 +269,12 @@ def _episodes(
     ranking, fetch = _episode_statements(
         postgres, query.known_at is not None, query.include_quarantined
     )
-    # More candidates than asked for, so that recency can reorder close scores.
-    wide = params | {"limit": min(MAX_LIMIT * 3, params["limit"] * 3)}
-    ranked = connection.execute(ranking, wide).all()
+    ranked = connection.execute(ranking, params).all()
     if not ranked:
         return []
     scores = {doc: float(score) for doc, score in ranked}
     rows = connection.execute(fetch, {"tenant_id": query.tenant_id, "docs": list(scores)}).all()
-    best = _by_recency(rows, scores)[: params["limit"]]
+    best = _by_recency(rows, scores)
     return [
         episode.model_copy(update={"snippet": snippet(episode.snippet, words)}) for episode in best
     ]
@@ -354,8 +354,10 @@ def _episode_statements(
 
 
 def _by_recency(rows: Sequence[Any], scores: Mapping[Any, float]) -> list[FoundEpisode]:
-    """Scores lifted by how late each episode was said among the candidates: the latest
-    gains RECENCY of its score, the earliest nothing."""
+    """The best episodes by BM25, their scores lifted by how late each was said among them:
+    the latest gains RECENCY of its score, the earliest nothing. Only the order within the
+    answer changes (which episodes are in it is BM25's choice), so recency never costs
+    recall."""
     moments = sorted({row.occurred_at for row in rows})
     last = max(len(moments) - 1, 1)
     position = {moment: index / last for index, moment in enumerate(moments)}
