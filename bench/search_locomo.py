@@ -95,8 +95,8 @@ def load(store: Store, sample: dict[str, Any]) -> tuple[dict[str, str], dict[str
     return turns, facts
 
 
-def run(backend: str, path: Path, postgres: str) -> dict[str, Any]:
-    data = json.loads(path.read_text(encoding="utf-8"))
+def run(backend: str, path: Path, postgres: str, samples: int = 10) -> dict[str, Any]:
+    data = json.loads(path.read_text(encoding="utf-8"))[:samples]
     rows: dict[int, list[dict[str, float]]] = defaultdict(list)
     laps: list[float] = []
     with scratch_store(backend, postgres, CATALOG) as store:
@@ -171,9 +171,11 @@ def main() -> None:
     parser.add_argument("--locomo", type=Path, default=DEFAULT_LOCOMO)
     parser.add_argument("--postgres", default=DEFAULT_POSTGRES)
     parser.add_argument("--backends", default="sqlite,postgresql")
+    parser.add_argument("--samples", type=int, default=10, help="the first N conversations")
     options = parser.parse_args()
     for backend in options.backends.split(","):
-        print(json.dumps(run(backend, options.locomo, options.postgres), indent=2))
+        figures = run(backend, options.locomo, options.postgres, options.samples)
+        print(json.dumps(figures, indent=2), flush=True)
 
 
 if __name__ == "__main__":
