@@ -315,9 +315,9 @@ def test_naming_another_tenant_agent_or_purpose_is_refused_by_every_tool(
         ("forget_subject", {"subject": "mira"}),
     )
 
-    assert [problem_type(result) for result in by_tenant] == ["scope-mismatch"] * 9
-    assert [r.structured_content["field"] for r in by_tenant] == ["tenant_id"] * 9  # type: ignore[index]
-    assert [problem_type(result) for result in by_scope] == ["scope-mismatch"] * 18
+    assert [problem_type(result) for result in by_tenant] == ["scope-mismatch"] * 10
+    assert [r.structured_content["field"] for r in by_tenant] == ["tenant_id"] * 10  # type: ignore[index]
+    assert [problem_type(result) for result in by_scope] == ["scope-mismatch"] * 20
     assert [answer(result) for result in own[:2]] == [[], []]
     assert [problem_type(result) for result in own[2:]] == ["not-found", "forbidden"]
     assert rows_of(server.database_url, tenant) == before
