@@ -4,7 +4,7 @@ PYTHON ?= python3
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test check lint typecheck services bench clean
+.PHONY: demo test check lint typecheck docs services bench clean
 
 # PYTHONWARNINGS hides the notice setuptools prints on every editable install (a folder named
 # like a package may shadow it): here those folders are the packages.
@@ -18,9 +18,17 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/sgam demo
 
-## The whole suite: lint, strict types, then every test on SQLite and the real Postgres/Redis.
-test: check services
+## The whole suite: lint, strict types, the documentation site, then every test on SQLite and
+## the real Postgres/Redis.
+test: check docs services
 	$(BIN)/pytest --durations=15
+
+## The documentation site, offline, into site/: the reference pages must match the code
+## (scripts/reference.py writes them), and any warning (a broken link, an asset from another
+## host) fails the build.
+docs: $(STAMP)
+	$(BIN)/python scripts/reference.py --check
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 check: lint typecheck
 
@@ -38,4 +46,4 @@ bench: $(STAMP) services
 	$(BIN)/python bench/ledger.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis sgam.sqlite3* sgam-demo.sqlite3*
+	rm -rf $(VENV) site .mypy_cache .pytest_cache .ruff_cache .hypothesis sgam.sqlite3* sgam-demo.sqlite3*

@@ -1,7 +1,7 @@
 """BEAM knowledge-update probes end to end with the rules extractor: episodes -> pipeline ->
 `get` now and as of the midpoint between the old and the new message.
 
-    .venv/bin/python bench/extract_beam.py [--beam ../shared/data/beam]
+    .venv/bin/python bench/extract_beam.py [--beam ../shared/data/beam] [--no-forms]
 
 Chats 1-10 (BEAM 128K, CC BY-SA 4.0) are read in place. Each user message is an episode of
 its chat's tenant, dated by its session's time anchor plus one minute per message (BEAM dates
@@ -10,6 +10,10 @@ store with `bench/beam_catalog.yaml`. A probe is **right now** when `get` of its
 holds the new value, and **right as of** when `get` at the midpoint between the two messages
 holds the old value (or holds nothing when the old message states no value). Values are
 compared as numbers, dates or substrings of the expected text, as PROBES states them.
+
+With `--no-forms` the catalogue is the same attributes as names, types, synonyms and
+descriptions only (its `forms` left out), as a user writes one: the rules read it with the
+forms derived from those (`pipeline/extract/derived.py`).
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from pipeline.db.store import open_store
 from pipeline.episodes.intake import ingest
@@ -83,12 +89,22 @@ def _all_messages(path: Path) -> list[dict[str, Any]]:
     return [message for batch in batches for pair in batch["turns"] for message in pair]
 
 
-def run(beam: Path) -> dict[str, Any]:
+def forms_free(catalog: Path, folder: Path) -> Path:
+    """A copy of `catalog` without its attributes' `forms`, written in `folder`."""
+    data = yaml.safe_load(catalog.read_text(encoding="utf-8"))
+    for spec in data["attributes"].values():
+        spec.pop("forms", None)
+    path = folder / "beam_catalog_no_forms.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def run(beam: Path, *, no_forms: bool = False) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="sgam-bench-rules-beam-") as folder:
         settings = Settings(
             _env_file=None,  # type: ignore[call-arg]
             database_url=f"sqlite:///{Path(folder) / 'bench_rules_beam.sqlite3'}",
-            catalog_path=CATALOG,
+            catalog_path=forms_free(CATALOG, Path(folder)) if no_forms else CATALOG,
         )
         store = open_store(settings)
         try:
@@ -178,8 +194,13 @@ def _same(found: Any, expected: Any) -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--beam", type=Path, default=DEFAULT_BEAM)
+    parser.add_argument(
+        "--no-forms",
+        action="store_true",
+        help="the catalogue's attributes without their forms (names, types, synonyms only)",
+    )
     args = parser.parse_args()
-    figures = run(args.beam.resolve())
+    figures = run(args.beam.resolve(), no_forms=args.no_forms)
     for row in figures["probes"]:
         mark = ("now ok " if row["right_now"] else "now NO ") + (
             "as-of ok" if row["right_as_of"] else "as-of NO"

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from extract_msc import stored_clauses
 from extract_tokens import TEMPLATE_TOKENS
 
 from pipeline.catalog.loader import bundled_catalog
@@ -64,6 +65,14 @@ def locomo_episodes(path: Path) -> list[Episode]:
     return episodes
 
 
+def built_in_only(catalog: Catalog) -> Catalog:
+    """`catalog` with every attribute opted out of forms (`forms: []`, none derived)."""
+    attributes = {
+        name: spec.model_copy(update={"forms": []}) for name, spec in catalog.attributes.items()
+    }
+    return catalog.model_copy(update={"attributes": attributes})
+
+
 def rules_run(episodes: list[Episode], catalog: Catalog, settings: Settings) -> dict[str, Any]:
     """Candidates the rules extractor yields over every turn, and turns per second: through
     `extract` (rules, guards, the protocol), the rules alone (`RulesExtractor.propose`), and two
@@ -72,12 +81,14 @@ def rules_run(episodes: list[Episode], catalog: Catalog, settings: Settings) -> 
     support catalogue's rules (the built-in `my X is Y` readings, no forms). Best of five
     passes each, wall clock and CPU time of this process; compiling the rules is not timed."""
     rules = rules_for(catalog, settings.dates_day_first)
-    support = RulesExtractor(bundled_catalog("support"))
+    support = RulesExtractor(built_in_only(bundled_catalog("support")))
     kept: Counter[str] = Counter()
     rejected: Counter[str] = Counter()
+    clauses: list[dict[str, Any]] = []
     for episode in episodes:
         result = extract(episode, catalog=catalog, settings=settings, extractor="rules")
         kept.update(candidate.attribute for candidate in result.kept)
+        clauses += stored_clauses(episode.episode_id, result.kept)
         rejected.update(rejection.reason.value for rejection in result.rejected)
     passes: dict[str, Callable[[Episode], object]] = {
         "words (baseline)": lambda episode: _WORDS.findall(episode.text.casefold()),
@@ -103,6 +114,7 @@ def rules_run(episodes: list[Episode], catalog: Catalog, settings: Settings) -> 
         "kept_per_1000_turns": round(1000 * sum(kept.values()) / len(episodes), 1),
         "kept_by_attribute": dict(kept.most_common()),
         "rejected_by_reason": dict(rejected.most_common()),
+        "values_that_are_clauses": clauses,
         "load_average": [round(load, 1) for load in os.getloadavg()],
         "turns_per_s": {
             name: {

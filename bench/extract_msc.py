@@ -39,8 +39,9 @@ from typing import Any
 
 from pipeline.catalog.loader import bundled_catalog
 from pipeline.extract import extract
-from pipeline.extract.forms import NUMBER_WORDS, word_set
+from pipeline.extract.clause_values import clause_problem
 from pipeline.extract.rules import RulesExtractor
+from pipeline.extract.value_words import NUMBER_WORDS, word_set
 from pipeline.settings import Settings
 from schemas.episodes import Episode
 from schemas.extraction import Candidate
@@ -218,6 +219,7 @@ def run(msc: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     per_form: dict[str, Counter[str]] = defaultdict(Counter)
     rules = RulesExtractor(catalog)
     found: list[dict[str, Any]] = []
+    clauses: list[dict[str, Any]] = []
     for turn in turns(msc):
         episode = Episode(
             episode_id=turn["id"],
@@ -245,6 +247,7 @@ def run(msc: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
                 )
                 tally["candidates_on_unlabelled"] += len(kept)
         forms = _forms(rules, episode) if kept else {}
+        clauses += stored_clauses(turn["id"], kept)
         for candidate in kept:
             ok = bool(turn["gold"]) and matches(candidate, turn["gold"])
             form = forms.get((candidate.attribute, str(candidate.value).casefold()), BUILT_IN)
@@ -269,8 +272,21 @@ def run(msc: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         "splits": _ratios(per_split),
         "attributes": _attribute_table(per_attribute),
         "forms": _attribute_table(per_form),
+        "values_that_are_clauses": clauses,
     }
     return figures, found
+
+
+def stored_clauses(turn: str, kept: list[Candidate]) -> list[dict[str, Any]]:
+    """The candidates whose string value is a clause, not a value (none may be), with their
+    turn: the same check the rules apply (`pipeline/extract/clause_values.py`)."""
+    return [
+        {"turn": turn, "attribute": c.attribute, "value": c.value, "problem": problem}
+        for c in kept
+        if isinstance(c.value, str)
+        for problem in [clause_problem(c.value)]
+        if problem
+    ]
 
 
 BUILT_IN = "(built-in: my X is Y, X: Y, a correction)"

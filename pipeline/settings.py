@@ -49,7 +49,9 @@ class Settings(BaseSettings):
         default=None, description="e.g. https://api.openai.com/v1 or http://127.0.0.1:8080/v1"
     )
     llm_api_key: SecretStr = Field(default=SecretStr(""), description="sent as a bearer token")
-    llm_model: str = Field(default="gpt-4o-mini", min_length=1)
+    llm_model: str = Field(
+        default="gpt-4o-mini", min_length=1, description="the model name the endpoint serves"
+    )
     llm_timeout_s: float = Field(default=60.0, gt=0, le=3600, description="per HTTP request")
     llm_mode: Literal["tools", "json_schema", "json", "md_json"] = Field(
         default="tools",
@@ -178,7 +180,9 @@ class Settings(BaseSettings):
         default=0.7, ge=0, le=1, description="a candidate below this confidence is buffered"
     )
     weak_support: int = Field(default=2, ge=2, description="sessions that promote a weak signal")
-    weak_window_days: int = Field(default=30, ge=1, le=36500)
+    weak_window_days: int = Field(
+        default=30, ge=1, le=36500, description="the days within which weak_support sessions count"
+    )
     buffer_window_days: int = Field(
         default=30, ge=1, le=36500, description="how long a candidate waits for confirmation"
     )

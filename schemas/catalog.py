@@ -102,10 +102,11 @@ class AttributeSpec(BaseModel):
         description="extraction may attribute it to an entity the tenant already knows, not "
         "only to the episode's subject",
     )
-    forms: list[str] = Field(
-        default_factory=list,
+    forms: list[str] | None = Field(
+        default=None,
         max_length=MAX_FORMS,
-        description="statement forms the rules extractor reads (schemas/forms.py)",
+        description="statement forms the rules extractor reads (schemas/forms.py); left out, "
+        "they are derived from the name, synonyms and type; [] reads the attribute by no form",
     )
     terms: list[str] = Field(
         default_factory=list,
@@ -118,7 +119,7 @@ class AttributeSpec(BaseModel):
             raise ValueError("an enum attribute needs a non-empty 'values' list")
         if self.type is not ValueType.ENUM and self.values is not None:
             raise ValueError("'values' is only allowed on enum attributes")
-        for index, form in enumerate(self.forms):
+        for index, form in enumerate(self.forms or []):
             problem = self._form_problem(form)
             if problem:
                 raise ValueError(f"forms[{index}]: {problem}")

@@ -16,7 +16,10 @@ A form is a short pattern such as `I (work|am working) (at|for) {value}`:
   school teacher"), read whole where the value starts ("a stay at home mom");
 - `{count}` is a number in digits or words, or `a`/`an`/`some`, that is read but not kept;
   `{change}` is a change verb (`changed`, `increased`, `raised`, `extended`, `adjusted`, `cut`,
-  `moved`, `lowered`, `reduced`, `updated`, `switched`, `bumped`) with its auxiliaries.
+  `moved`, `lowered`, `reduced`, `updated`, `switched`, `bumped`) with its auxiliaries;
+  `{words}` is up to four words of the clause that may stand there or not, read but not kept
+  ("response time {words} has improved to {value}" reads "response time of my API has
+  improved to 250ms").
 
 Every form holds exactly one `{value}`, `{phrase}`, `{name}` or `{term}` and at least one
 word; a `{value}`, `{phrase}` or `{name}` of a string attribute needs two words beside it, so
@@ -32,7 +35,7 @@ from dataclasses import dataclass
 
 MAX_FORM_CHARS = 200
 MAX_FORMS = 64
-SLOTS = ("value", "phrase", "name", "term", "count", "change")
+SLOTS = ("value", "phrase", "name", "term", "count", "change", "words")
 VALUE_SLOTS = ("value", "phrase", "name", "term")
 _TOKEN = re.compile(r"\s+|\{[^{}]*\}|[()\[\]|]|[\w'’-]+|.")
 _WORD = re.compile(r"^[\w'’-]+$")

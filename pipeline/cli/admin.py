@@ -113,15 +113,25 @@ def catalog_check(as_json: bool) -> None:
     type=click.Choice(["personal", "support"]),
     help="Print this bundled catalogue instead of the one in effect (no store is opened).",
 )
-def catalog_show(bundled: str | None) -> None:
+@click.option(
+    "--forms",
+    "forms",
+    is_flag=True,
+    help="Print, per attribute, the statement forms the rules read it with (declared, or "
+    "derived from its name, synonyms and type when it declares none).",
+)
+def catalog_show(bundled: str | None, forms: bool) -> None:
     """Print the catalogue in effect (or a bundled one), validated, as JSON."""
+    from pipeline.extract.derived import forms_in_effect
+
     if bundled is not None:
         from pipeline.catalog.loader import bundled_catalog
 
-        output.emit_json(bundled_catalog(bundled))
+        shown = bundled_catalog(bundled)
+        output.emit_json(forms_in_effect(shown) if forms else shown)
         return
     with opened_store() as store:
-        output.emit_json(store.catalog)
+        output.emit_json(forms_in_effect(store.catalog) if forms else store.catalog)
 
 
 @click.command()

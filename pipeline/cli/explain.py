@@ -30,11 +30,14 @@ def explain_table(readings: list[ClauseReading], result: ExtractionResult) -> st
             lines.append(f"  built-in form: {reading.statement}")
         lines.append(f"  tried {len(reading.tried)} catalogue form(s)")
         for hit in reading.hits:
+            form = f"{hit.form!r}" + (
+                " (derived from its name and synonyms)" if hit.derived else ""
+            )
             if hit.refused:
-                lines.append(f"  refused  {hit.attribute}  {hit.form!r}: {hit.refused}")
+                lines.append(f"  refused  {hit.attribute}  {form}: {hit.refused}")
             else:
                 values = ", ".join(json.dumps(value, ensure_ascii=False) for value in hit.values)
-                lines.append(f"  matched  {hit.attribute}  {hit.form!r} -> {values}")
+                lines.append(f"  matched  {hit.attribute}  {form} -> {values}")
         if not reading.hits and not reading.statement:
             lines.append("  no form matched")
     for rejection in result.rejected:

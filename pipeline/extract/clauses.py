@@ -4,7 +4,9 @@ The rules read clauses, not sentences: in "Given that my budget is $650, should 
 the first clause states a fact and only the last one asks. A sentence ending in `?` has its
 last clause questioned (unless that clause is a tag such as "do you?" or "what about you?",
 which then is the only one questioned); any clause that opens like a question (`do you`,
-`what`, `is it`) is questioned wherever it stands, with or without a question mark. What
+`what`, `is it`) is questioned wherever it stands, with or without a question mark. A tail
+("how about you?", "what about you", "and you?") ends the clause before it even without a
+comma, and a run-on turn is split where "I" starts a new clause after a full one. What
 follows "the fact that", "given that", "now that", "remind me that" is taken as stated.
 """
 
@@ -13,6 +15,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+
+from pipeline.extract.value_words import word_set
 
 _FLAGS = re.IGNORECASE
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+|;\s*|\s+[-–—]+\s+")
@@ -37,8 +41,25 @@ _CLAUSE_BREAK = re.compile(
     + _ASKING_AFTER_COMMA
     + r"|"
     + _PRONOUN_START[3:-1]
-    + r"|right\b|ok\b|okay\b|huh\b|eh\b)",
+    + r"|right\b|ok\b|okay\b|huh\b|eh\b)"
+    # "... 3 cats and 2 dogs how about you?": the tail asks, with or without a comma.
+    + r"|\s+(?=(?:how|what)\s+about\s+(?:you|u|yourself)\b|and\s+(?:you|u|yourself)\W*$)",
     _FLAGS,
+)
+# A run-on turn: "I" starting a new clause after a full clause (a subject, its verb and a
+# word more: "well I love animals I have 3 cats"); with no full clause before it, "I" is
+# inside a phrase ("the zoo I work at").
+# "I've" is left alone: "the number of mentees I've worked with has grown" is one clause.
+_RUN_ON = re.compile(r"\s+(?=(?:i|i'm|im)\s+\w)", _FLAGS)
+_FULL_CLAUSE = re.compile(r"\b(?:i|we|i'm|im|i've|we're)\s+[\w'’-]+\s+[\w'’-]+", _FLAGS)
+# ... unless what stands before "I" leads into it: a subordinator ("when I work"), a verb of
+# saying or thinking ("I can't say I am a fan"), a vague noun ("things I don't like").
+_LEADS_IN = word_set(
+    "when whenever while if because since as so that which who whom what why how where "
+    "though although than until till before after whether once unless say said think "
+    "thought guess know knew mean feel felt hope believe wish suppose bet admit swear heard "
+    "remember realize realized forget forgot tell told sure glad thing things stuff "
+    "something anything everything nothing one ones all way place places time times"
 )
 # What follows these is taken as given even inside a question: "how can I use the fact that I
 # secured 5 interviews?", "given that my budget is $650, should I ...?".
@@ -87,7 +108,8 @@ def sentence_clauses(sentence: str, start: int) -> Iterator[Clause]:
         [
             piece
             for clause, offset in _pieces(sentence, _CLAUSE_BREAK, start)
-            for piece in _pieces(clause, _GIVEN_BREAK, offset)
+            for given, at in _pieces(clause, _GIVEN_BREAK, offset)
+            for piece in _run_on(given, at)
         ],
     )
     last = len(parts) - 1
@@ -98,6 +120,21 @@ def sentence_clauses(sentence: str, start: int) -> Iterator[Clause]:
             bool(_QUESTION.match(clause)) or (asked and index == last)
         )
         yield Clause(clause, offset, questioned)
+
+
+def _run_on(clause: str, start: int) -> Iterator[tuple[str, int]]:
+    """`clause` split where "I" starts a new clause after a full one."""
+    position = 0
+    for match in _RUN_ON.finditer(clause):
+        before = clause[position : match.start()].split()
+        if (
+            before
+            and before[-1].casefold().strip(",") not in _LEADS_IN
+            and _FULL_CLAUSE.search(clause, position, match.start())
+        ):
+            yield from _trimmed(clause[position : match.start()], start + position)
+            position = match.end()
+    yield from _trimmed(clause[position:], start + position)
 
 
 def _companions_joined(

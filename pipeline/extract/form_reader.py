@@ -16,15 +16,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pipeline.extract.forms import (
-    CompiledForm,
-    anchors,
-    compile_forms,
-    enum_values,
-    number_value,
-    string_values,
-    word_set,
-)
+from pipeline.extract.forms import CompiledForm, anchors, compile_forms
+from pipeline.extract.value_words import word_set
+from pipeline.extract.values import enum_values, number_value, string_values
 from schemas.catalog import AttributeSpec, Catalog, ValueType
 
 _FLAGS = re.IGNORECASE
@@ -42,14 +36,14 @@ HEDGES = re.compile(
 # response time improved to 250ms" still states the response time.
 WEAK_HEDGES = re.compile(
     r"\b(?:hope|hoping|want|wants|wanted|wanna|gonna|going\s+to|plan|plans|planning|try|"
-    r"trying|dream|dreaming|soon|almost|nearly|like\s+to\s+think)\b",
+    r"trying|dream|dreaming|soon|almost|nearly|like\s+to\s+think|goal|aim|aims|aiming)\b",
     _FLAGS,
 )
 NEAR_WORDS = 4
 # A clause that tells of an end states what no longer holds: "I just divorced my wife", "my
 # ex wife", "my dog passed away", "I lost my job at the bank", "I quit working at Google".
 ENDED = re.compile(
-    r"\b(?:divorc\w*|separated|broke\s+up|split\s+up|passed\s+away|died|dies|widowed|ex|"
+    r"\b(?:divorc\w*|separated|broke\s+up|split\s+up|passed\s+away|died|dies|widowed|ex|x|"
     r"former|quit|quitting|lost\s+(?:my|our)|fired|laid\s+off|left\s+me)\b",
     _FLAGS,
 )
@@ -80,6 +74,7 @@ _MAY_PRECEDE = word_set(
     "cool nice great hmm um uh nope"
 )
 _WORDS = re.compile(r"[\w'’-]+")
+_OTHER_OWNERS = word_set("your his her their its")
 # The ASCII characters outside words (_WORDS): splitting at them gives _WORDS's words.
 _ASCII_BREAKS = {
     code: " " for code in range(128) if not re.fullmatch(r"[\w'’-]", chr(code), re.ASCII)
@@ -94,6 +89,8 @@ class FormHit:
     values: tuple[str, ...]
     refused: str
     """'' when the hit stands, else the check that refused it."""
+    derived: bool = False
+    """The form was derived from the attribute's name, synonyms and type, not declared."""
 
 
 class FormReader:
@@ -188,11 +185,12 @@ class FormReader:
             if passing:
                 refused = f"a passing taste ({passing.group(0)!r})"
         if refused:
-            return FormHit(form.attribute, form.form, (), refused)
+            return FormHit(form.attribute, form.form, (), refused, form.derived)
         values = _values(span, spec, form, typed_value)
         if not values:
-            return FormHit(form.attribute, form.form, (), f"no {spec.type.value} value in {span!r}")
-        return FormHit(form.attribute, form.form, tuple(values), "")
+            refused = f"no {spec.type.value} value in {span!r}"
+            return FormHit(form.attribute, form.form, (), refused, form.derived)
+        return FormHit(form.attribute, form.form, tuple(values), "", form.derived)
 
 
 def _values(
@@ -226,8 +224,12 @@ def _refusal(
     hedge = HEDGES.search(outside)
     near = " ".join(prefix.split()[-NEAR_WORDS:])
     if hedge is None:
+        # A value that comes first: the words just before it ("I'm trying to build the
+        # gallery with 8 cards" states the 8 cards).
         hedge = WEAK_HEDGES.search(near) or _weak_hedge_in(
-            span if form.leading else _NEW_PHRASE.split(span, maxsplit=1)[0]
+            " ".join(span.split()[-NEAR_WORDS - 1 :])
+            if form.leading
+            else _NEW_PHRASE.split(span, maxsplit=1)[0]
         )
     if hedge:
         return f"hedged or hypothetical ({hedge.group(0)!r})"
@@ -242,6 +244,9 @@ def _refusal(
         negation = NEGATION.search(span) if form.leading else NEGATION.match(span)
     if negation:
         return f"negated ({negation.group(0)!r})"
+    owner = prefix.split()[-1].casefold().replace("’", "'") if prefix.split() else ""
+    if owner.endswith(("'s", "s'")) or owner in _OTHER_OWNERS:
+        return f"someone else's (after {owner!r})"  # "my sister's city is Rome"
     if form.personal and _SHARED_SUBJECT.search(prefix):
         return "the subject is shared with someone else"
     last = prefix.rstrip()
@@ -287,6 +292,8 @@ def _prefer_terms(
     for hit in hits:
         slot = slots[(hit.attribute, hit.form)]
         if not hit.refused and slot != "term" and set(hit.values) & termed:
-            hit = FormHit(hit.attribute, hit.form, (), "the same words name a listed term")
+            hit = FormHit(
+                hit.attribute, hit.form, (), "the same words name a listed term", hit.derived
+            )
         out.append(hit)
     return out

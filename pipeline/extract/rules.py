@@ -22,6 +22,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from pipeline.extract.clause_values import clause_problem
 from pipeline.extract.clauses import Clause, sentence_clauses, sentences
 from pipeline.extract.dates import DATE_EXPRESSION, resolve_date
 from pipeline.extract.form_reader import FormHit, FormReader
@@ -327,7 +328,7 @@ class RulesExtractor:
         if spec.type is ValueType.STRING:
             if strict and not (text[:1].isupper() or text[:1].isdigit()):
                 return ""
-            return text if 0 < len(text) <= 200 else ""
+            return text if 0 < len(text) <= 200 and not clause_problem(text) else ""
         return ""  # json values need a model
 
     def _enum_value(self, spec: AttributeSpec, word: str) -> str:

@@ -1,4 +1,5 @@
-"""The README's MCP session (the `text` block that starts `protocol ...`) replayed as written:
+"""The documentation's MCP session (the `text` block that starts `protocol ...`, in the README or
+a page of the site) replayed as written, with the settings its page names:
 the SDK's client starts `sgam mcp` with a writer key of the session's tenant, sends each
 `>>> tool {arguments}` and must get what the block shows after it.
 
@@ -23,7 +24,7 @@ from pipeline.access.keys import create_key
 from pipeline.db.store import open_store
 from tests.factories import isolated_settings
 from tests.integration.api.mcp_helpers import stdio_env
-from tests.integration.readme_blocks import Block, blocks
+from tests.integration.readme_blocks import PROJECT, Block, all_blocks, page_env
 from tests.integration.server_helpers import SGAM
 
 MORE = "…"  # the key of an object the README shows only in part
@@ -37,7 +38,7 @@ class Step:
 
 
 def session_block() -> Block:
-    (block,) = [b for b in blocks() if b.info == "text" and b.text.startswith("protocol ")]
+    (block,) = [b for b in all_blocks() if b.info == "text" and b.text.startswith("protocol ")]
     return block
 
 
@@ -128,7 +129,8 @@ def test_the_readme_mcp_session_answers_as_shown(tmp_path: Path) -> None:
     secret = create_key(store, {"tenant_id": tenant, "role": "writer"})[1]
     store.dispose()
 
-    negotiated, answers = replay(steps, stdio_env(database, secret), tmp_path)
+    env = stdio_env(database, secret, **page_env(PROJECT / block.page))
+    negotiated, answers = replay(steps, env, tmp_path)
 
     assert negotiated == protocol, f"{block.name}: the client negotiated {negotiated}"
     assert len(steps) >= 4, f"{block.name}: the session's steps were found"

@@ -1,7 +1,9 @@
-"""The README's shell examples, curl included, run as written: each `sh` block in a fresh bash
-(`set -euo pipefail`, so the first command that fails fails the block), with `sgam` on the
-PATH as after `source .venv/bin/activate`, the support catalogue the README's examples use,
-and a real PostgreSQL, Redis and `sgam serve` where a block starts one. Every curl fails on an
+"""The shell examples of the README and of every page of the site (`docs/**/*.md`), curl
+included, run as written: each `sh` block in a fresh bash (`set -euo pipefail`, so the first
+command that fails fails the block), with `sgam` on the PATH as after `source
+.venv/bin/activate`, the default settings (a page whose examples need another, such as the
+support catalogue, says so in its text and in a `readme-test: env` marker), and a real
+PostgreSQL, Redis and `sgam serve` where a block starts one. Every curl fails on an
 HTTP error (`fail-with-body` in the test's curlrc), so a refused request fails the block.
 
 What the test changes in a block is only what is this machine's (`Machine.substitute`): the
@@ -28,27 +30,27 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, make_url, text
 
 from tests.databases import POSTGRES_URL
-from tests.integration.readme_blocks import Block, blocks
+from tests.integration.readme_blocks import PROJECT, Block, all_blocks, page_env
 from tests.integration.server_helpers import REDIS_URL, free_port
 from tests.integration.stub_llm import StubServer
 
 SHELL = {"sh", "bash", "shell"}
 KNOWN = SHELL | {"python", "json", "yaml", "text", ""}
 VENV_BIN = Path(sys.executable).parent
-PROJECT = Path(__file__).parents[2]
 README_LLM = "http://127.0.0.1:8080/v1"
 README_URLS = (
     "postgresql+psycopg://sgam:sgam@127.0.0.1:5432/sgam",
     "postgresql://sgam:sgam@127.0.0.1:5432/sgam",
 )
 TIMEOUT_S = 120
-ALL = blocks()
+ALL = all_blocks()
 
 
 @dataclass
@@ -78,23 +80,31 @@ def fresh_database() -> str:
     return url.set(database=name).render_as_string(hide_password=False)
 
 
-def environment(home: Path) -> dict[str, str]:
+@cache
+def _page_env(page: str) -> dict[str, str]:
+    return page_env(PROJECT / page)
+
+
+def environment(home: Path, page: str = "README.md") -> dict[str, str]:
     """A new user's shell: their PATH with the venv's bin first, none of the developer's
-    SGAM_* or OTEL_* settings, and only what the README tells a reader to set."""
+    SGAM_* or OTEL_* settings, and only what the page tells a reader to set."""
     kept = {
         name: value
         for name, value in os.environ.items()
         if not name.startswith(("SGAM_", "OTEL_", "CURL_")) and name not in {"HOME", "PWD"}
     }
     (home / ".curlrc").write_text("fail-with-body\n")
-    return kept | {
-        "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-        "HOME": str(home),
-        "CURL_HOME": str(home),
-        "SGAM_CATALOG": "support",  # "the examples in this README use" it (Settings)
-        "SGAM_REDIS_URL": REDIS_URL,  # the test's own Redis db, for the API's rate limits
-        "PS4": "+ ",
-    }
+    return (
+        kept
+        | {
+            "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+            "HOME": str(home),
+            "CURL_HOME": str(home),
+            "SGAM_REDIS_URL": REDIS_URL,  # the test's own Redis db, for the API's rate limits
+            "PS4": "+ ",
+        }
+        | _page_env(page)
+    )
 
 
 def run(
@@ -165,7 +175,7 @@ def failure(block: Block, script: str, code: int, printed: str) -> str:
     return (
         f"{block.name}, a {block.info or 'plain'} block, failed with exit {code}; the last "
         "command traced ('+ ...') before the end of its output is the one that failed.\n"
-        f"--- the block as run (README text with this machine's database URL and port) ---\n"
+        f"--- the block as run (the page's text with this machine's database URL and port) ---\n"
         f"{script}--- its output (the end) ---\n{printed[-4000:]}"
     )
 
@@ -210,13 +220,13 @@ def test_the_readme_shell_block_runs_as_written(
     block: Block, machine: Machine, tmp_path: Path
 ) -> None:
     if block.marker == "skip":
-        pytest.skip(f"{block.name} is marked in the README: {block.reason}")
+        pytest.skip(f"{block.name} is marked on its page: {block.reason}")
     if block.marker == "synopsis":
         _is_a_synopsis(block)
         return
     home = tmp_path / "home"
     home.mkdir()
-    env = environment(home)
+    env = environment(home, block.page)
     shown = transcript(block)
     script = machine.substitute(shown[0] if shown else block.text)
     workdir = PROJECT if re.search(r"^make ", script, re.MULTILINE) else tmp_path

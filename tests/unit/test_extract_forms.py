@@ -264,14 +264,14 @@ def test_a_bundled_catalogue_is_selected_by_name() -> None:
     assert "SGAM_CATALOG" in str(error.value)
 
 
-def test_the_readme_example_of_forms_loads_and_reads_what_its_comments_say() -> None:
+def test_the_guide_example_of_forms_loads_and_reads_what_its_comments_say() -> None:
     from pathlib import Path
 
-    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Teaching SGAM your attributes", 1)[1]
+    guide = Path(__file__).parents[2] / "docs" / "guides" / "catalogue.md"
+    section = guide.read_text(encoding="utf-8").split("## Teaching SGAM your attributes", 1)[1]
     block = section.split("```yaml", 1)[1].split("```", 1)[0]
     source = 'version: "readme"\nkinds: {fact: {retention: P30D}}\n' + block
-    example = parse_catalog(source, "README.md", toml=False)
+    example = parse_catalog(source, "catalogue.md", toml=False)
     assert kept("I'm a high school teacher", example) == [("job_title", "high school teacher")]
     assert kept("I'm a mess", example) == []
     assert kept("I also have two dogs and a cat", example) == [("pets", "cat"), ("pets", "dog")]

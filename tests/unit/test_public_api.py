@@ -1,5 +1,5 @@
 """The public surface: `pipeline.__all__` is complete and resolvable, the error tree is drawn
-in full, and the README's Python example uses only public names."""
+in full, and the Python examples of the README and the Python guide use only public names."""
 
 from __future__ import annotations
 
@@ -7,10 +7,14 @@ import inspect
 import re
 from pathlib import Path
 
+import pytest
+
 import pipeline
 from pipeline import errors
 
-README = Path(__file__).parents[2] / "README.md"
+ROOT = Path(__file__).parents[2]
+# (page, the heading its first Python example follows)
+EXAMPLES = [(ROOT / "README.md", "## Python in ten lines"), (ROOT / "docs/guides/python.md", "# ")]
 
 
 def _error_classes() -> set[str]:
@@ -55,9 +59,10 @@ def test_the_error_tree_docstring_draws_every_error_class() -> None:
         assert issubclass(getattr(errors, name), getattr(errors, parent.group())), name
 
 
-def test_readme_python_example_imports_only_the_public_api() -> None:
-    text = README.read_text(encoding="utf-8")
-    section = text.split("## Python API", 1)[1]
+@pytest.mark.parametrize(("page", "heading"), EXAMPLES, ids=["readme", "python-guide"])
+def test_the_first_python_example_imports_only_the_public_api(page: Path, heading: str) -> None:
+    text = page.read_text(encoding="utf-8")
+    section = text.split(heading, 1)[1]
     example = section.split("```python", 1)[1].split("```", 1)[0]
     imports = re.findall(r"^(?:from (\S+) import|import (\S+))", example, flags=re.MULTILINE)
     assert imports, "the example imports something"
