@@ -38,12 +38,18 @@ def forgets(key: ApiKey) -> bool:
 @router.get("/subjects", response_class=HTMLResponse)
 def subjects(request: Request, subject: str | None = None, q: str | None = None) -> Response:
     key = signed_in(request)
-    context: dict[str, Any] = {"subject": subject, "held": [], "timelines": [], "log": None}
+    context: dict[str, Any] = {
+        "subject": subject,
+        "held": [],
+        "timelines": [],
+        "log": None,
+        "q": q,
+        "found": None,
+    }
     if subject:
         subject = identifier("subject", subject, subject=True)
         store = render.store_of(request)
         if q and q.strip():  # the search box: what the reader's key may see, best first
-            context["q"] = q
             context["found"] = operations.search(store, key, subject, {}, query=q)
         scope = bind(key, {}) | {"subject": subject}
         held = pipeline.get(store, scope)
