@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     from pipeline.read.facts import FactQuery, get, history
     from pipeline.read.owners import scope_of
     from pipeline.read.quarantine import list_quarantined
+    from pipeline.read.search import SearchQuery, search
     from pipeline.read.state import KeyQuery, state_tag
     from pipeline.rebuild import ReplayReport, replay
     from pipeline.settings import Settings, load_settings
@@ -75,11 +76,14 @@ if TYPE_CHECKING:
         CatalogProblem,
         Decided,
         EpisodeDetail,
+        FoundEpisode,
+        FoundFact,
         IngestReport,
         LoggedDecision,
         Receipt,
         Rejection,
         Retried,
+        SearchResult,
         StoredCandidate,
         StoredEpisode,
         SupportedCandidate,
@@ -88,6 +92,9 @@ if TYPE_CHECKING:
 _LAZY = {
     "IssuedKey": "pipeline.access.keys",
     "StoredEpisode": "schemas.results",
+    "FoundEpisode": "schemas.results",
+    "FoundFact": "schemas.results",
+    "SearchResult": "schemas.results",
     "StoredCandidate": "schemas.results",
     "SupportedCandidate": "schemas.results",
     "Retried": "schemas.results",
@@ -151,6 +158,8 @@ _LAZY = {
     "history": "pipeline.read.facts",
     "scope_of": "pipeline.read.owners",
     "list_quarantined": "pipeline.read.quarantine",
+    "SearchQuery": "pipeline.read.search",
+    "search": "pipeline.read.search",
     "KeyQuery": "pipeline.read.state",
     "state_tag": "pipeline.read.state",
     "Settings": "pipeline.settings",
@@ -182,6 +191,8 @@ __all__ = [
     "FactConflict",
     "FactQuery",
     "ForgetResult",
+    "FoundEpisode",
+    "FoundFact",
     "IdempotencyConflict",
     "IdempotencyInProgress",
     "IngestReport",
@@ -210,6 +221,8 @@ __all__ = [
     "Report",
     "Retried",
     "RetryableError",
+    "SearchQuery",
+    "SearchResult",
     "Settings",
     "SgamError",
     "Store",
@@ -255,6 +268,7 @@ __all__ = [
     "retry_episode",
     "revoke_key",
     "scope_of",
+    "search",
     "show_episode",
     "state_tag",
     "sweep",

@@ -20,6 +20,14 @@ class SourceKind(StrEnum):
     BUSINESS_EVENT = "business_event"
 
 
+# The trust an episode's statements get from its source, unless the caller set the episode's.
+SOURCE_TRUST = {
+    SourceKind.MESSAGE: Trust.INFERRED,
+    SourceKind.TOOL_RESULT: Trust.UNTRUSTED,
+    SourceKind.BUSINESS_EVENT: Trust.VERIFIED,
+}
+
+
 class Lane(StrEnum):
     BACKGROUND = "background"  # queued episodes, processed by workers
     HOT = "hot"  # an explicit "remember this", written in the caller's request

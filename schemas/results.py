@@ -11,6 +11,7 @@ Results that carry a pipeline type (an error, a role check) live beside their co
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
@@ -201,3 +202,38 @@ class CatalogProblem(Result):
     attribute: str
     schema_version: str
     problem: str
+
+
+class SearchKind(StrEnum):
+    """What a search reads: the ledger's facts, the episodes' texts, or both."""
+
+    FACTS = "facts"
+    EPISODES = "episodes"
+
+
+class FoundFact(Fact):
+    """A fact as `get` returns it, with its relevance to the query (BM25, higher first)."""
+
+    score: float
+
+
+class FoundEpisode(Result):
+    """An episode whose text matches the query: when it was said, a snippet, its relevance."""
+
+    episode_id: str
+    occurred_at: UtcInstant
+    session_id: str | None
+    snippet: str = Field(description="the episode's text, cut to about 300 characters")
+    score: float
+
+
+class SearchResult(Result):
+    """What a search found, best first within each kind: the same answer on every door."""
+
+    query: str
+    facts: list[FoundFact] = Field(default_factory=list)
+    episodes: list[FoundEpisode] = Field(default_factory=list)
+
+    @property
+    def found(self) -> bool:
+        return bool(self.facts or self.episodes)

@@ -36,7 +36,7 @@ from pipeline.read.context import Context
 from pipeline.validation import invalid_field
 from schemas.facts import Fact
 from schemas.lifecycle import CandidateStatus, ReceiptStatus
-from schemas.results import Decided, EpisodeDetail, IngestReport, SupportedCandidate
+from schemas.results import Decided, EpisodeDetail, IngestReport, SearchResult, SupportedCandidate
 
 Json = dict[str, Any]
 CandidateFilter = CandidateStatus | Literal["all"]
@@ -147,6 +147,27 @@ def facts(
     return found
 
 
+def search(
+    store: Store,
+    key: ApiKey,
+    subject: str,
+    named: Mapping[str, Any],
+    **asked: Any,
+) -> SearchResult:
+    """The subject's facts and episodes that match `query`, best first; `kinds` a list or
+    a comma-separated string."""
+    if asked.get("include_quarantined") and not key.allows("reviewer"):
+        raise Forbidden("include_quarantined needs the reviewer role")
+    kinds = asked.get("kinds")
+    if isinstance(kinds, str):
+        asked["kinds"] = [kind.strip() for kind in kinds.split(",")]
+    query = _read_scope(key, subject, named) | given(**asked)
+    with _memory(names.SEARCH_MEMORY, query) as opened:
+        found = pipeline.search(store, query)
+        count(opened, len(found.facts) + len(found.episodes))
+    return found
+
+
 def read_tag(
     store: Store, key: ApiKey, subject: str, attribute: str, named: Mapping[str, Any]
 ) -> str:
@@ -189,9 +210,11 @@ def context(
     *,
     query: str | None = None,
     budget_tokens: int | str | None = None,
+    episodes: bool = False,
 ) -> Context:
     """The cited context block; `text` joins the items as a model would be given them."""
     asked = _read_scope(key, subject, named) | given(query=query, budget_tokens=budget_tokens)
+    asked["episodes"] = episodes
     with _memory(names.SEARCH_MEMORY, asked) as opened:
         assembled = pipeline.assemble(store, asked)
         count(opened, len(assembled.items))

@@ -22,6 +22,7 @@ from pipeline.cli import (
     imports,
     intake,
     lifecycle,
+    search,
     serve,
     workers,
 )
@@ -57,6 +58,7 @@ for command in (
     facts.put,
     facts.get,
     facts.history,
+    search.search,
     imports.import_facts,
     lifecycle.promote,
     lifecycle.dismiss,

@@ -157,6 +157,12 @@ def expire(as_json: bool, **options: Any) -> None:
 @scoped
 @click.option("--query", help="What the model is about to answer; ranks matching facts first.")
 @click.option("--budget-tokens", default="500", show_default=True, help="Token budget.")
+@click.option(
+    "--episodes",
+    is_flag=True,
+    default=None,
+    help="Also the episodes matching --query, after the facts, labelled with when said.",
+)
 def context(tenant: str, agent: str, purpose: str, as_json: bool, **options: Any) -> None:
     """The smallest cited context about a subject that fits the token budget."""
     from pipeline.read.context import assemble

@@ -216,16 +216,26 @@ class Sqlite:
     def scrub_after_purge(self, engine: Engine) -> bool:
         # secure_delete (on every connection) zeroes what a statement frees; the checkpoint
         # copies those pages into the database file and truncates the WAL that held the old
-        # ones. It cannot finish while another connection is inside a read transaction.
+        # ones. It cannot finish while another connection is inside a read transaction. The
+        # text index's merge comes first: a deleted row's terms live on in its old segments.
+        _optimize_search_index(engine)
         return _checkpoint(engine)
 
     def vacuum(self, engine: Engine, tables: Sequence[str], wait_s: float) -> None:
+        _optimize_search_index(engine)
         raw = engine.raw_connection()  # outside any transaction: VACUUM cannot run in one
         try:
             raw.cursor().execute("VACUUM")
         finally:
             raw.close()
         _checkpoint(engine)
+
+
+def _optimize_search_index(engine: Engine) -> None:
+    from pipeline.db.search_index import optimize
+
+    with engine.begin() as connection:
+        optimize(connection)
 
 
 def _checkpoint(engine: Engine) -> bool:

@@ -80,6 +80,8 @@ class EpisodeRow(Base):
     started_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     lease_until: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    # The forget tombstone: a search never shows what a forgotten subject said before it.
+    forgotten_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
 
     __table_args__ = (
         # A repeated idempotency key is a duplicate, like a repeated episode id.

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 from sqlalchemy import func, select, update
 
-from pipeline.db.models import CandidateRow, ClaimRow, FactRow
+from pipeline.db.models import CandidateRow, ClaimRow, EpisodeRow, FactRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.errors import ConflictError
@@ -95,8 +95,8 @@ def forget_subject(
 
 
 def apply_forget(unit: Unit, payload: ForgetPayload) -> int:
-    """Tombstone every fact and claim of the subject; returns how many facts were hidden.
-    Also what replay applies."""
+    """Tombstone every fact, claim, candidate and episode of the subject; returns how many
+    facts were hidden. Also what replay applies."""
     session = unit.session
     tenant_id, subject, now = payload.tenant_id, payload.subject, payload.now
     of_subject = (FactRow.tenant_id == tenant_id, FactRow.subject == subject)
@@ -117,6 +117,19 @@ def apply_forget(unit: Unit, payload: ForgetPayload) -> int:
             .values(forgotten_at=now)
             .execution_options(synchronize_session=False)
         )
+    # What the subject said before the forget is hidden from search too; an episode received
+    # later (replay applies this to a store that may hold it) is not.
+    session.execute(
+        update(EpisodeRow)
+        .where(
+            EpisodeRow.tenant_id == tenant_id,
+            EpisodeRow.subject == subject,
+            EpisodeRow.forgotten_at.is_(None),
+            EpisodeRow.received_at <= now,
+        )
+        .values(forgotten_at=now)
+        .execution_options(synchronize_session=False)
+    )
     if payload.purge:
         erase(session, tenant_id, subject)
     return hidden

@@ -26,7 +26,7 @@ from pipeline.ledger.forget import ForgetResult
 from pipeline.read.context import Context
 from schemas.facts import Fact
 from schemas.fields import Identifier
-from schemas.results import Decided, IngestReport, SupportedCandidate
+from schemas.results import Decided, IngestReport, SearchKind, SearchResult, SupportedCandidate
 
 Answer = BaseModel  # a result model; the server sends its JSON form
 SCOPE = ("tenant_id", "agent_id", "purpose")
@@ -90,6 +90,7 @@ if TYPE_CHECKING:  # generated classes: to the type checker, models like any oth
     FactsArguments = Scoped
     HistoryArguments = Scoped
     ContextArguments = Scoped
+    SearchArguments = Scoped
     CandidatesArguments = Scoped
     DecideArguments = Scoped
     ForgetArguments = Scoped
@@ -132,6 +133,22 @@ else:
         budget_tokens=(
             int | None,
             Field(default=None, description="the most tokens the context may take"),
+        ),
+    )
+    SearchArguments = _arguments(
+        "SearchArguments",
+        "What to look for in a subject's memory.",
+        subject=(Subject, Field(description="who or what the memory is about")),
+        query=(str, Field(description="what to look for, in English words")),
+        kinds=(
+            list[SearchKind] | None,
+            Field(default=None, description="facts, episodes or both (the default)"),
+        ),
+        limit=(int | None, Field(default=None, description="at most this many of each kind")),
+        at=(str | None, Field(default=None, description="valid time (RFC 3339); default now")),
+        known_at=(
+            str | None,
+            Field(default=None, description="as believed at this time (RFC 3339); default now"),
         ),
     )
     CandidatesArguments = _arguments(
@@ -204,6 +221,11 @@ def _context(store: Store, key: ApiKey, given: Any) -> Answer:
     return operations.context(store, key, given.subject, {}, **options)
 
 
+def _search(store: Store, key: ApiKey, given: Any) -> SearchResult:
+    options = _body(given, "query", "kinds", "limit", "at", "known_at")
+    return operations.search(store, key, given.subject, {}, **options)
+
+
 def _candidates(store: Store, key: ApiKey, given: Any) -> list[SupportedCandidate]:
     return operations.candidates(store, key, subject=given.subject)
 
@@ -266,6 +288,16 @@ TOOLS: dict[str, Tool] = {
             ContextArguments,
             Context,
             _context,
+        ),
+        Tool(
+            "search_memory",
+            "reader",
+            "Search a subject's memory for what matters to a message: the facts that hold "
+            "(never a superseded, expired or forgotten one) and the episodes said, best "
+            "first, each with its score; with `at`/`known_at`, as of that moment.",
+            SearchArguments,
+            SearchResult,
+            _search,
         ),
         Tool(
             "list_candidates",

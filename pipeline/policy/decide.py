@@ -13,15 +13,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from schemas.catalog import AttributeSpec, Recurrence, Sensitivity
+from schemas.episodes import SOURCE_TRUST as SOURCE_TRUST  # the policy reads trust from it
 from schemas.episodes import Lane as Lane  # the policy decides per lane
 from schemas.episodes import SourceKind
 from schemas.facts import Trust
 
-SOURCE_TRUST = {
-    SourceKind.MESSAGE: Trust.INFERRED,
-    SourceKind.TOOL_RESULT: Trust.UNTRUSTED,
-    SourceKind.BUSINESS_EVENT: Trust.VERIFIED,
-}
 RULES_CONFIDENCE = 1.0
 STATED_CONFIDENCE = 0.9  # a model's candidate whose evidence names the attribute
 INFERRED_CONFIDENCE = 0.5  # a model's candidate read between the lines

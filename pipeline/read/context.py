@@ -2,7 +2,9 @@
 
 Only current, visible facts of the caller's scope and subject are candidates (hard filters
 first); ranking comes after: an exact attribute or synonym match with the query, then the
-number of shared words, then confidence, then recency. Facts are taken whole in that order
+fact's relevance to the query (the search read's BM25 over the scope), then confidence, then
+recency. Episodes enter only when asked (`episodes`), after the facts, each labelled with
+when it was said, best match first. Facts are taken whole in that order
 while they fit the token budget; one that does not fit is skipped, so a long low-ranked fact
 never crowds out shorter ones behind it.
 """
@@ -12,20 +14,20 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field, computed_field
 
 from pipeline.db.store import Store
 from pipeline.read.facts import SubjectQuery, get
+from pipeline.read.search import fact_relevance, search
 from pipeline.validation import parse
 from schemas.catalog import Catalog
 from schemas.facts import Fact
 from schemas.fields import Text, format_utc
 
 TokenCounter = Callable[[str], int]
-_WORD = re.compile(r"\w+")
 
 
 def estimate_tokens(text: str) -> int:
@@ -37,6 +39,14 @@ def estimate_tokens(text: str) -> int:
 class ContextQuery(SubjectQuery):
     query: Text | None = None
     budget_tokens: int = Field(default=500, ge=1, le=1_000_000)
+    episodes: bool = Field(default=False, description="also the episodes matching the query")
+
+
+class ContextEpisode(BaseModel):
+    episode_id: str
+    occurred_at: str
+    text: str
+    tokens: int
 
 
 class ContextItem(BaseModel):
@@ -57,11 +67,14 @@ class Context(BaseModel):
     used_tokens: int
     items: list[ContextItem]
     skipped: list[ContextItem] = Field(description="ranked candidates that did not fit")
+    episodes: list[ContextEpisode] = Field(
+        default_factory=list, description="matching episodes, after the facts (when asked)"
+    )
 
     @computed_field(description="the items joined as a model would be given them")  # type: ignore[prop-decorator]
     @property
     def text(self) -> str:
-        return _joined(self.items)
+        return _joined([*self.items, *self.episodes])
 
 
 def assemble(
@@ -79,7 +92,12 @@ def assemble(
             "subject": query.subject,
         },
     )
-    ranked = sorted(facts, key=lambda fact: rank(fact, query.query, store.catalog), reverse=True)
+    scores = _relevance(store, query)
+    ranked = sorted(
+        facts,
+        key=lambda fact: rank(fact, query.query, store.catalog, scores.get(fact.fact_id, 0.0)),
+        reverse=True,
+    )
     items: list[ContextItem] = []
     skipped: list[ContextItem] = []
     used = 0
@@ -92,28 +110,65 @@ def assemble(
             used = tokens
         else:
             skipped.append(item)
+    said: list[ContextEpisode] = []
+    if query.episodes and query.query:
+        for found in _episodes(store, query, count_tokens):
+            tokens = count_tokens(_joined([*items, *said, found]))
+            if tokens <= query.budget_tokens:
+                said.append(found)
+                used = tokens
     return Context(
         subject=query.subject,
         budget_tokens=query.budget_tokens,
         used_tokens=used,
         items=items,
         skipped=skipped,
+        episodes=said,
     )
 
 
-def _joined(items: list[ContextItem]) -> str:
+def _joined(items: Sequence[ContextItem | ContextEpisode]) -> str:
     return "\n".join(item.text for item in items)
 
 
-def rank(fact: Fact, query: str | None, catalog: Catalog) -> tuple[bool, int, float, float]:
+def _scope(query: ContextQuery) -> dict[str, Any]:
+    return query.model_dump(include={"tenant_id", "agent_id", "purpose", "subject"})
+
+
+def _relevance(store: Store, query: ContextQuery) -> dict[str, float]:
+    if not query.query:
+        return {}
+    return fact_relevance(store, _scope(query) | {"query": query.query})
+
+
+def _episodes(
+    store: Store, query: ContextQuery, count_tokens: TokenCounter
+) -> list[ContextEpisode]:
+    found = search(store, _scope(query) | {"query": query.query, "kinds": ["episodes"]})
+    episodes = []
+    for episode in found.episodes:
+        said = format_utc(episode.occurred_at) or ""
+        text = f"- said {said}: {episode.snippet} (episode {episode.episode_id})"
+        episodes.append(
+            ContextEpisode(
+                episode_id=episode.episode_id,
+                occurred_at=said,
+                text=text,
+                tokens=count_tokens(text),
+            )
+        )
+    return episodes
+
+
+def rank(
+    fact: Fact, query: str | None, catalog: Catalog, relevance: float = 0.0
+) -> tuple[bool, float, float, float]:
     """Sort key, highest first: exact name match (the attribute's identifier, its spaced form
-    or a synonym), shared words, confidence, recency."""
+    or a synonym), relevance to the query, confidence, recency."""
     names = [name.casefold() for name in [fact.attribute, *catalog.synonyms(fact.attribute)]]
     text = (query or "").casefold()
     exact = any(re.search(rf"\b{re.escape(name)}\b", text) for name in names)
-    words = set(_WORD.findall(text))
-    vocabulary = set(_WORD.findall(" ".join(names) + " " + json.dumps(fact.value).casefold()))
-    return exact, len(words & vocabulary), fact.confidence, fact.valid_from.timestamp()
+    return exact, relevance, fact.confidence, fact.valid_from.timestamp()
 
 
 def _item(fact: Fact, count_tokens: TokenCounter) -> ContextItem:

@@ -76,6 +76,21 @@ def _facts(store: Store, shape: str, query: FactQuery, **moments: datetime) -> l
 @cache
 def _statement(shape: str, by_attribute: bool, known: bool, quarantined: bool) -> Select[Any]:
     """One statement per shape of query, built once (building costs more than running it)."""
+    conditions = visible(shape, known, quarantined)
+    if by_attribute:
+        conditions.append(FactRow.attribute == bindparam("attribute"))
+    order: list[Any] = [FactRow.valid_from, FactRow.attribute, FactRow.value_hash]
+    if shape == "versions":
+        order += [FactRow.recorded_at, FactRow.version]
+    if shape == "get":
+        order = [FactRow.attribute, FactRow.valid_from, FactRow.value_hash]
+    columns = [getattr(FactRow, name) for name in FACT_COLUMNS]
+    return select(*columns).where(*conditions).order_by(*order)
+
+
+def visible(shape: str, known: bool, quarantined: bool) -> list[Any]:
+    """The rows a read of `shape` may return, as conditions on bound parameters (tenant_id,
+    agent_id, purpose, subject, now, at, known_at): the search read filters by exactly these."""
     conditions: list[Any] = [
         FactRow.tenant_id == bindparam("tenant_id"),
         FactRow.agent_id == bindparam("agent_id"),
@@ -83,37 +98,31 @@ def _statement(shape: str, by_attribute: bool, known: bool, quarantined: bool) -
         FactRow.subject == bindparam("subject"),
         FactRow.forgotten_at.is_(None),
     ]
-    if by_attribute:
-        conditions.append(FactRow.attribute == bindparam("attribute"))
     statuses = [FactStatus.ACTIVE.value] + ([FactStatus.QUARANTINED.value] if quarantined else [])
-    order: list[Any] = [FactRow.valid_from, FactRow.attribute, FactRow.value_hash]
     if shape == "versions":
         conditions.append(
             FactRow.status.in_([*statuses, FactStatus.SUPERSEDED.value, FactStatus.EXPIRED.value])
         )
         if not quarantined:  # nor a quarantined fact's later versions (expired unreviewed)
             conditions.append(FactRow.trust != Trust.UNTRUSTED.value)
-        order += [FactRow.recorded_at, FactRow.version]
-    else:
+        return conditions
+    conditions += [
+        FactRow.status.in_(statuses),
+        or_(FactRow.expires_at.is_(None), FactRow.expires_at > bindparam("now")),
+    ]
+    if known:
         conditions += [
-            FactRow.status.in_(statuses),
-            or_(FactRow.expires_at.is_(None), FactRow.expires_at > bindparam("now")),
+            FactRow.recorded_at <= bindparam("known_at"),
+            or_(FactRow.superseded_at.is_(None), FactRow.superseded_at > bindparam("known_at")),
         ]
-        if known:
-            conditions += [
-                FactRow.recorded_at <= bindparam("known_at"),
-                or_(FactRow.superseded_at.is_(None), FactRow.superseded_at > bindparam("known_at")),
-            ]
-        else:
-            conditions.append(FactRow.superseded_at.is_(None))
+    else:
+        conditions.append(FactRow.superseded_at.is_(None))
     if shape == "get":
         conditions += [
             FactRow.valid_from <= bindparam("at"),
             or_(FactRow.valid_to.is_(None), FactRow.valid_to > bindparam("at")),
         ]
-        order = [FactRow.attribute, FactRow.valid_from, FactRow.value_hash]
-    columns = [getattr(FactRow, name) for name in FACT_COLUMNS]
-    return select(*columns).where(*conditions).order_by(*order)
+    return conditions
 
 
 def _known_only_from_storage(store: Store, query: FactQuery) -> None:

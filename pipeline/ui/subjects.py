@@ -38,19 +38,27 @@ def forgets(key: ApiKey) -> bool:
 @router.get("/subjects", response_class=HTMLResponse)
 def subjects(request: Request, subject: str | None = None, q: str | None = None) -> Response:
     """Without `subject`: the Subjects list (those starting with `q`, a page at a time);
-    with one: what holds for it now, its timelines and (for reviewers) its decisions."""
+    with one: what holds for it now, what `q` finds in it (the search box), its timelines and
+    (for reviewers) its decisions."""
     key = signed_in(request)
-    context: dict[str, Any] = {"subject": subject, "held": [], "timelines": [], "log": None}
+    context: dict[str, Any] = {
+        "subject": subject,
+        "held": [],
+        "timelines": [],
+        "log": None,
+        "q": q,
+        "found": None,
+    }
     if not subject:
         at = paging(request)
         query = bind(key, {}) | {"prefix": q or None, "limit": at.size + 1, "offset": at.offset}
-        found, more = at.window(list_subjects(render.store_of(request), query))
-        return page(
-            request, "subjects.html", key, listed=found, q=q, paging=at, more=more, **context
-        )
+        listed, more = at.window(list_subjects(render.store_of(request), query))
+        return page(request, "subjects.html", key, listed=listed, paging=at, more=more, **context)
     if subject:
         subject = identifier("subject", subject, subject=True)
         store = render.store_of(request)
+        if q and q.strip():  # the search box: what the reader's key may see, best first
+            context["found"] = operations.search(store, key, subject, {}, query=q)
         scope = bind(key, {}) | {"subject": subject}
         held = pipeline.get(store, scope)
         versions: dict[str, list[Fact]] = defaultdict(list)

@@ -124,3 +124,40 @@ def test_the_attribute_identifier_is_an_exact_match(store: Store, query: str) ->
     first = assemble(store, READ | {"query": query}).items[0]
 
     assert first.attribute in query
+
+
+def test_relevance_ranks_after_an_exact_match_and_episodes_come_last_when_asked(
+    store: Store,
+) -> None:
+    put_fact(
+        store,
+        **READ,
+        attribute="employer",
+        value="Initech",
+        evidence="I code at Initech",
+        confidence=0.5,
+    )
+    put_fact(store, **READ, attribute="answer_style", value="concise", confidence=1.0)
+    pipeline.ingest(
+        store,
+        [
+            {
+                **READ,
+                "session_id": "s1",
+                "occurred_at": "2026-05-01T10:00:00Z",
+                "text": "Initech moved my team to Leiden",
+            }
+        ],
+    )
+
+    plain = assemble(store, READ | {"query": "where does Initech send me?"})
+    asked = assemble(store, READ | {"query": "where does Initech send me?", "episodes": True})
+
+    assert _attributes(plain.items) == ["employer", "answer_style"]  # relevance over confidence
+    assert plain.episodes == []
+    assert [e.text for e in asked.episodes] == [
+        "- said 2026-05-01T10:00:00Z: Initech moved my team to Leiden (episode "
+        f"{asked.episodes[0].episode_id})"
+    ]
+    assert asked.text.endswith(asked.episodes[0].text)
+    assert asked.used_tokens == estimate_tokens(asked.text)

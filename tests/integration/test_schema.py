@@ -10,14 +10,20 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, text
 from sqlalchemy.exc import DBAPIError
 
-from pipeline.db import guards
+from pipeline.db import guards, search_index
 from pipeline.db.models import Base
 from pipeline.db.store import Store
+
+# The text index differs per backend and is compared with its own description below.
+_COMPARE = {
+    "compare_type": True,
+    "include_name": lambda name, kind, parent: not search_index.is_search_object(name),
+}
 
 
 def test_autogenerate_finds_no_difference_after_migrating(store: Store) -> None:
     with store.engine.connect() as connection:
-        context = MigrationContext.configure(connection, opts={"compare_type": True})
+        context = MigrationContext.configure(connection, opts=_COMPARE)
         assert compare_metadata(context, Base.metadata) == []
 
 
@@ -26,7 +32,7 @@ def test_autogenerate_would_notice_a_missing_invariant_index(store: Store) -> No
     with store.engine.connect() as connection:
         transaction = connection.begin()  # DDL is transactional on both stores: undone below
         connection.execute(text("DROP INDEX uq_facts_one_open"))
-        context = MigrationContext.configure(connection, opts={"compare_type": True})
+        context = MigrationContext.configure(connection, opts=_COMPARE)
         differences = compare_metadata(context, Base.metadata)
         transaction.rollback()
     assert [(kind, index.name) for kind, index in differences] == [
@@ -52,7 +58,7 @@ def test_the_migrated_guards_are_the_described_ones(store: Store) -> None:
                 text("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'")
             )
             triggers = {name: sql for name, sql in rows}
-            assert triggers == guards.SQLITE_TRIGGERS
+            assert triggers == guards.SQLITE_TRIGGERS | search_index.SQLITE_TRIGGERS
 
 
 def test_create_all_builds_the_guards_too(tmp_path: Path) -> None:
@@ -83,3 +89,35 @@ def test_head_constant_is_alembics_head() -> None:
     from pipeline.db.store import _alembic_config
 
     assert ScriptDirectory.from_config(_alembic_config()).get_current_head() == HEAD
+
+
+def test_the_migrated_search_index_is_the_described_one(store: Store) -> None:
+    """The generated columns and partial GINs (PostgreSQL), the FTS5 tables (SQLite)."""
+    with store.engine.connect() as connection:
+        if store.is_postgres:
+            rows = connection.execute(
+                text(
+                    "SELECT table_name, generation_expression FROM information_schema.columns "
+                    "WHERE column_name = 'search_vector' ORDER BY table_name"
+                )
+            ).all()
+            assert [table for table, _ in rows] == ["episodes", "facts"]
+            assert all("'english'::regconfig" in expression for _, expression in rows)
+            indexes = connection.execute(
+                text("SELECT indexdef FROM pg_indexes WHERE indexname LIKE '%search_vector'")
+            ).scalars()
+            assert sorted(indexes) == [
+                f"CREATE INDEX ix_{table}_search_vector ON public.{table} USING gin "
+                "(search_vector) WHERE (forgotten_at IS NULL)"
+                for table in ("episodes", "facts")
+            ]
+        else:
+            tables = connection.execute(
+                text("SELECT name FROM sqlite_master WHERE sql LIKE 'CREATE VIRTUAL TABLE%'")
+            ).scalars()
+            assert sorted(tables) == [
+                "episodes_search",
+                "episodes_search_terms",
+                "facts_search",
+                "facts_search_terms",
+            ]

@@ -12,6 +12,7 @@ from typing import Annotated
 from annotated_types import Interval
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
+from pydantic import StringConstraints
 
 import pipeline
 from pipeline.api import catalog_schema, operations
@@ -38,12 +39,25 @@ from pipeline.api.conventions import (
 from pipeline.api.routes.owned import require_owned
 from pipeline.ledger.results import PutResult
 from pipeline.read.context import Context
+from pipeline.read.search import KINDS_PATTERN, MAX_LIMIT, MAX_QUERY_CHARS
 from schemas.facts import Cardinality, Fact
-from schemas.fields import Identifier
+from schemas.fields import Identifier, Text
+from schemas.results import SearchResult
 
 router = APIRouter(prefix="/v1", tags=["facts"])
 # The context's budget, as pipeline.read.context.ContextQuery bounds it.
 Budget = Annotated[Annotated[Annotated[int, Interval(ge=1, le=1_000_000)], DIGITS] | None, Query()]
+# The search's parameters, as pipeline.read.search.SearchQuery bounds them.
+SearchText = Annotated[
+    Annotated[Text, StringConstraints(min_length=1, max_length=MAX_QUERY_CHARS)], Query()
+]
+SearchLimit = Annotated[
+    Annotated[Annotated[int, Interval(ge=1, le=MAX_LIMIT)], DIGITS] | None, Query()
+]
+Kinds = Annotated[
+    Annotated[str, StringConstraints(pattern=KINDS_PATTERN)] | None,
+    Query(description="facts, episodes or both, comma-separated (default: both)"),
+]
 
 
 async def scope_query(
@@ -130,6 +144,40 @@ def get_facts(
 
 
 @router.get(
+    "/subjects/{subject}/search",
+    summary="Search a subject's facts and episodes: what holds and what was said, best first",
+    response_model=SearchResult,
+)
+def search(
+    subject: Subject,
+    key: Reader,
+    store: Opened,
+    named: Scope,
+    query: SearchText,
+    kinds: Kinds = None,
+    limit: SearchLimit = None,
+    at: TimeQuery = None,
+    known_at: TimeQuery = None,
+    include_quarantined: Flag = False,
+) -> SearchResult:
+    """BM25 over the scope's visible facts and episodes; never a superseded, expired,
+    forgotten or purged one. `include_quarantined` (quarantined facts, untrusted episodes)
+    needs the reviewer role. An empty answer is 200 with empty lists."""
+    return operations.search(
+        store,
+        key,
+        subject,
+        named,
+        query=query,
+        kinds=kinds,
+        limit=limit,
+        at=at,
+        known_at=known_at,
+        include_quarantined=include_quarantined,
+    )
+
+
+@router.get(
     "/subjects/{subject}/attributes/{attribute}/history",
     summary="Every interval of an attribute, or every row version ever recorded",
     response_model=list[Fact],
@@ -160,9 +208,13 @@ def get_context(
     named: Scope,
     query: TextQuery = None,
     budget_tokens: Budget = None,
+    episodes: Flag = False,
 ) -> Context:
-    """`text` joins the items as a model would be given them."""
-    return operations.context(store, key, subject, named, query=query, budget_tokens=budget_tokens)
+    """`text` joins the items as a model would be given them; with `episodes`, the episodes
+    matching `query` follow the facts, each labelled with when it was said."""
+    return operations.context(
+        store, key, subject, named, query=query, budget_tokens=budget_tokens, episodes=episodes
+    )
 
 
 @router.post(

@@ -6,6 +6,7 @@ from alembic import context
 from sqlalchemy import create_engine
 
 from pipeline.db.models import Base
+from pipeline.db.search_index import is_search_object
 
 config = context.config
 connection = config.attributes.get("connection")
@@ -26,6 +27,7 @@ def _migrate(bind: object) -> None:
         target_metadata=Base.metadata,
         render_as_batch=True,  # SQLite alters tables by copy
         compare_type=True,
+        include_name=lambda name, kind, parent: not is_search_object(name),
     )
     with context.begin_transaction():
         context.run_migrations()

@@ -118,6 +118,17 @@ def test_every_answer_is_its_documented_model_and_the_python_apis_answer(
         )
         assert context["text"].startswith("- passport_deadline")
         assert plain(pipeline.assemble(store, scope | {"subject": "mira"} | asked)) == context
+        sought = {"query": "Utrecht home city", "limit": "5"}
+        found = shapes.check(
+            api.get("/v1/subjects/mira/search", params=sought),
+            "/v1/subjects/{subject}/search",
+            200,
+        )
+        assert [f["attribute"] for f in found["facts"]] == ["home_city"]
+        assert found["episodes"]
+        assert all(e["score"] > 0 for e in found["episodes"])
+        python = pipeline.search(store, scope | {"subject": "mira"} | sought)
+        assert plain(python) == found
 
         episodes = shapes.check(api.get("/v1/episodes"), "/v1/episodes", 200)
         assert len(episodes) == 4  # three ingested, one remembered

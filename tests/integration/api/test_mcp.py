@@ -29,7 +29,7 @@ from tests.integration.server_helpers import SGAM, Keys, Server, episode_body, r
 
 pytestmark = pytest.mark.postgres
 
-READS = ["get_facts", "get_history", "get_context"]
+READS = ["get_facts", "get_history", "get_context", "search_memory"]
 WRITES = ["remember", "ingest_episodes"]
 REVIEW = ["list_candidates", "confirm_candidate", "reject_candidate"]
 ROLE_TOOLS = {
@@ -144,6 +144,12 @@ def test_every_tool_answers_what_rest_answers(
             {"subject": "mira", "query": "where do I live?", "budget_tokens": 300},
             "/v1/subjects/mira/context",
             {"query": "where do I live?", "budget_tokens": 300},
+        ),
+        (
+            "search_memory",
+            {"subject": "mira", "query": "where do I live?", "kinds": ["facts", "episodes"]},
+            "/v1/subjects/mira/search",
+            {"query": "where do I live?", "kinds": "facts,episodes"},
         ),
         ("list_candidates", {"subject": "mira"}, "/v1/candidates", {"subject": "mira"}),
     ]
@@ -285,6 +291,7 @@ def test_naming_another_tenant_agent_or_purpose_is_refused_by_every_tool(
         "get_facts": {"subject": "mira"},
         "get_history": {"subject": "mira", "attribute": "passport_deadline"},
         "get_context": {"subject": "mira"},
+        "search_memory": {"subject": "mira", "query": "passport"},
         "list_candidates": {},
         "confirm_candidate": candidate,
         "reject_candidate": candidate,
@@ -308,9 +315,9 @@ def test_naming_another_tenant_agent_or_purpose_is_refused_by_every_tool(
         ("forget_subject", {"subject": "mira"}),
     )
 
-    assert [problem_type(result) for result in by_tenant] == ["scope-mismatch"] * 9
-    assert [r.structured_content["field"] for r in by_tenant] == ["tenant_id"] * 9  # type: ignore[index]
-    assert [problem_type(result) for result in by_scope] == ["scope-mismatch"] * 18
+    assert [problem_type(result) for result in by_tenant] == ["scope-mismatch"] * 10
+    assert [r.structured_content["field"] for r in by_tenant] == ["tenant_id"] * 10  # type: ignore[index]
+    assert [problem_type(result) for result in by_scope] == ["scope-mismatch"] * 20
     assert [answer(result) for result in own[:2]] == [[], []]
     assert [problem_type(result) for result in own[2:]] == ["not-found", "forbidden"]
     assert rows_of(server.database_url, tenant) == before

@@ -163,3 +163,25 @@ def test_long_lists_paginate(page: Page, server: Server, keys: Keys) -> None:
     screenshot(page, "candidates-page-2")
     page.get_by_role("link", name="Previous page").click()
     expect(cards).to_have_count(20)
+
+
+def test_the_search_box_finds_what_holds_and_what_was_said(
+    page: Page, server: Server, keys: Keys
+) -> None:
+    writer, reader = keys("writer"), keys("reader")
+    put_fact(
+        server, writer, attribute="home_city", value="Utrecht", valid_from="2026-01-01T00:00:00Z"
+    )
+    put_fact(
+        server, writer, attribute="home_city", value="Lisbon", valid_from="2026-03-01T00:00:00Z"
+    )
+    ingest(server, writer, episode_body("We moved to Lisbon in March"))
+    sign_in(page, reader)
+    show_subject(page, "mira")
+    page.get_by_label("Search", exact=True).fill("Lisbon Utrecht")
+    page.get_by_role("button", name="Search").click()
+
+    found = page.locator("ul.found li")
+    expect(found.first).to_contain_text("home_city: Lisbon")
+    expect(found.filter(has_text="We moved to Lisbon in March")).to_have_count(1)
+    expect(found.filter(has_text="Utrecht")).to_have_count(0)  # superseded: never shown

@@ -1,0 +1,148 @@
+"""The search read on BEAM chats 1-10: user messages as episodes, the probing questions that
+cite source messages as queries.
+
+    .venv/bin/python bench/search_beam.py [--beam ../shared/data/beam] [--postgres URL]
+
+Each chat is a tenant; its user messages are episodes (ingested inline, dated as
+bench/extract_beam.py dates them). For each recall question (contradiction, event ordering,
+information extraction, knowledge update, multi-session, temporal) recall@5/10 of the cited
+user messages, by SGAM's search and by the plain-Python BM25 reference of the same run; for
+knowledge-update questions, whether the updated message ranks above the original. Latency
+per search on each store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from extract_beam import DEFAULT_BEAM, chat_file, messages
+from search_runs import (
+    DEFAULT_POSTGRES,
+    Bm25Reference,
+    mean,
+    percentiles,
+    recall,
+    scratch_store,
+    timed,
+)
+
+import pipeline
+from pipeline.db.store import Store
+
+CATEGORIES = (
+    "contradiction_resolution",
+    "event_ordering",
+    "information_extraction",
+    "knowledge_update",
+    "multi_session_reasoning",
+    "temporal_reasoning",
+)
+
+
+def cited(question: dict[str, Any]) -> tuple[list[int], list[int], list[int]]:
+    """All cited message ids, and for an update the original and updated ones."""
+    sources = question.get("source_chat_ids") or []
+    if isinstance(sources, dict):
+        ids = [i for group in sources.values() for i in group]
+        return ids, sources.get("original_info", []), sources.get("updated_info", [])
+    return list(sources), [], []
+
+
+def load(store: Store, beam: Path, chat: int) -> dict[str, str]:
+    said = messages(beam, chat)
+    episodes = [
+        {
+            "tenant_id": f"beam-{chat}",
+            "subject": "user",
+            "episode_id": f"m{message['id']}",
+            "session_id": f"s{str(message.get('index', '0')).split(',')[0]}",
+            "occurred_at": message["at"].isoformat(),
+            "text": message["content"][:20_000],
+        }
+        for message in said
+    ]
+    pipeline.ingest(store, episodes)
+    return {e["episode_id"]: e["text"] for e in episodes}
+
+
+def run(backend: str, beam: Path, postgres: str) -> dict[str, Any]:
+    rows: dict[str, list[dict[str, float]]] = defaultdict(list)
+    laps: list[float] = []
+    with scratch_store(backend, postgres) as store:
+        for chat in range(1, 11):
+            documents = load(store, beam, chat)
+            reference = Bm25Reference(documents)
+            probes = json.loads(
+                (
+                    chat_file(beam, chat).parent / "probing_questions" / "probing_questions.json"
+                ).read_text(encoding="utf-8")
+            )
+            for category in CATEGORIES:
+                for question in probes.get(category, []):
+                    ids, original, updated = cited(question)
+                    wanted = [f"m{i}" for i in ids if f"m{i}" in documents]
+                    if not wanted:
+                        continue
+                    asked = {"tenant_id": f"beam-{chat}", "subject": "user", "limit": 10}
+                    asked |= {"query": question["question"], "kinds": ["episodes"]}
+                    found = timed(lambda asked=asked: pipeline.search(store, asked), laps)
+                    ranked = [e.episode_id for e in found.episodes]
+                    plain = reference.rank(question["question"], 10)
+                    row = {
+                        "sgam@5": recall(ranked[:5], wanted),
+                        "sgam@10": recall(ranked, wanted),
+                        "bm25@5": recall(plain[:5], wanted),
+                        "bm25@10": recall(plain, wanted),
+                    }
+                    if original and updated:
+                        row["sgam_update_first"] = _above(ranked, updated, original)
+                        row["bm25_update_first"] = _above(plain, updated, original)
+                    rows[category].append(row)
+    every = [row for group in rows.values() for row in group]
+    updates = rows["knowledge_update"]
+    return {
+        "backend": backend,
+        "questions": len(every),
+        "per_category": {
+            name: {key: mean([r[key] for r in group]) for key in ("sgam@10", "bm25@10")}
+            for name, group in rows.items()
+        },
+        "recall@5": mean([r["sgam@5"] for r in every]),
+        "recall@10": mean([r["sgam@10"] for r in every]),
+        "bm25_recall@5": mean([r["bm25@5"] for r in every]),
+        "bm25_recall@10": mean([r["bm25@10"] for r in every]),
+        "update_first": mean([r["sgam_update_first"] for r in updates if "sgam_update_first" in r]),
+        "bm25_update_first": mean(
+            [r["bm25_update_first"] for r in updates if "bm25_update_first" in r]
+        ),
+        **percentiles(laps),
+    }
+
+
+def _above(ranked: list[str], updated: list[int], original: list[int]) -> float:
+    """1 when the first updated message ranks above every original one (missing: last)."""
+
+    def position(ids: list[int]) -> int:
+        places = [ranked.index(f"m{i}") for i in ids if f"m{i}" in ranked]
+        return min(places) if places else len(ranked) + 1
+
+    new, old = position(updated), position(original)
+    return 1.0 if new < old else 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--beam", type=Path, default=DEFAULT_BEAM)
+    parser.add_argument("--postgres", default=DEFAULT_POSTGRES)
+    parser.add_argument("--backends", default="sqlite,postgresql")
+    options = parser.parse_args()
+    for backend in options.backends.split(","):
+        print(json.dumps(run(backend, options.beam, options.postgres), indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+"""Search latency at about 600 and about 6,000 episodes in one scope, on each store.
+
+    .venv/bin/python bench/search_latency.py [--questions 200] [--postgres URL]
+
+LoCoMo's turns are the episodes: one conversation's (about 590) in one scope, and all ten
+conversations' (5,882) in another; LoCoMo's questions are the queries, facts and episodes
+both searched. p50/p99 of `pipeline.search` as a caller sees it (Python included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from search_locomo import CATALOG, DEFAULT_LOCOMO
+from search_runs import DEFAULT_POSTGRES, percentiles, scratch_store, timed
+
+import pipeline
+
+
+def _turns(sample: dict[str, Any]) -> list[str]:
+    conversation = sample["conversation"]
+    return [
+        f"{turn['speaker']}: {turn['text']}"
+        for key, session in conversation.items()
+        if key.startswith("session_") and not key.endswith("date_time") and session
+        for turn in session
+    ]
+
+
+def run(backend: str, path: Path, postgres: str, questions: int) -> dict[str, Any]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    asked = [q["question"] for sample in data for q in sample["qa"]][:questions]
+    scopes = {"one": _turns(data[0]), "all": [t for sample in data for t in _turns(sample)]}
+    figures: dict[str, Any] = {"backend": backend}
+    with scratch_store(backend, postgres, CATALOG) as store:
+        for subject, turns in scopes.items():
+            episodes = [
+                {
+                    "tenant_id": "t",
+                    "subject": subject,
+                    "session_id": "s",
+                    "episode_id": f"{subject}-{number}",
+                    "occurred_at": "2026-01-01T00:00:00Z",
+                    "text": text,
+                }
+                for number, text in enumerate(turns)
+            ]
+            for start in range(0, len(episodes), 1000):
+                pipeline.ingest(store, episodes[start : start + 1000])
+            store.analyze()
+            laps: list[float] = []
+            for question in asked:
+                query = {"tenant_id": "t", "subject": subject, "query": question}
+                timed(lambda query=query: pipeline.search(store, query), laps)
+            figures[f"{len(turns)}_episodes"] = percentiles(laps)
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--locomo", type=Path, default=DEFAULT_LOCOMO)
+    parser.add_argument("--postgres", default=DEFAULT_POSTGRES.replace("bench", "latency_bench"))
+    parser.add_argument("--backends", default="sqlite,postgresql")
+    parser.add_argument("--questions", type=int, default=200)
+    options = parser.parse_args()
+    for backend in options.backends.split(","):
+        print(json.dumps(run(backend, options.locomo, options.postgres, options.questions)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,385 @@
+"""The search read: a subject's facts and episodes that speak of the query, best first.
+
+Hard filters come first, in the ranking statement itself: the scope and subject, and for facts
+exactly `get`'s predicates (`facts.visible`: now, `at`, `known_at`, never a superseded,
+expired, forgotten or — unless a reviewer asks — quarantined one); for episodes, the scope,
+no forget tombstone, not purged, said by `at` and received by `known_at`, and not untrusted
+unless a reviewer asks. The text index only narrows the candidates. BM25 (k1 1.2, b 0.75)
+takes its document frequencies and lengths from that filtered scope, never the whole table,
+so other tenants' rows and hidden versions never move a score.
+
+Among the episodes answered, a later one that scores close to an earlier one comes first
+(`RECENCY`): what was said last about a thing is usually what holds (a rescheduled date, a
+changed plan).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from functools import cache
+from typing import Annotated, Any
+
+from pydantic import Field
+from sqlalchemy import Connection, Float, Select, and_, bindparam, cast, func, or_, select, true
+from sqlalchemy import column as sql_column
+from sqlalchemy import table as sql_table
+from sqlalchemy.dialects.postgresql import TSQUERY
+
+from pipeline.db import search_index
+from pipeline.db.models import FACT_COLUMNS, EpisodeRow, FactRow
+from pipeline.db.store import Store
+from pipeline.read.facts import SubjectQuery, visible
+from pipeline.read.search_terms import query_words, stems
+from pipeline.validation import parse
+from schemas.episodes import SOURCE_TRUST
+from schemas.facts import Trust
+from schemas.fields import Text, UtcDatetime
+from schemas.results import FoundEpisode, FoundFact, SearchKind, SearchResult
+
+K1, B = 1.2, 0.75
+# A later episode gains up to this share of its score over the earliest one answered
+# (measured on BEAM's knowledge-update questions: bench/README.md).
+RECENCY = 1.0
+SNIPPET_CHARS = 300
+MAX_LIMIT = 100
+MAX_QUERY_CHARS = 2_000
+RELEVANCE_LIMIT = 100_000  # context ranks every matching fact of a scope
+# `kinds` as a door that takes text names it: comma-separated.
+KINDS_PATTERN = "^(facts|episodes)(,(facts|episodes))?$"
+
+
+class SearchQuery(SubjectQuery):
+    query: Annotated[Text, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
+    kinds: list[SearchKind] = Field(default=[SearchKind.FACTS, SearchKind.EPISODES], min_length=1)
+    limit: int = Field(default=10, ge=1, le=MAX_LIMIT)
+    at: UtcDatetime | None = None
+    known_at: UtcDatetime | None = None
+    include_quarantined: bool = False
+
+
+def search(store: Store, query: SearchQuery | Mapping[str, Any]) -> SearchResult:
+    """The facts and episodes of one subject that match the query, within each kind best
+    first; nothing for a query without a usable word (all stop words)."""
+    query = parse(SearchQuery, query)
+    return _search(store, query, query.limit)
+
+
+def fact_relevance(store: Store, query: SearchQuery | Mapping[str, Any]) -> dict[str, float]:
+    """Every matching visible fact's BM25 score by fact id, with no limit: what context
+    assembly ranks the scope's facts by."""
+    query = parse(SearchQuery, query).model_copy(update={"kinds": [SearchKind.FACTS]})
+    return {fact.fact_id: fact.score for fact in _search(store, query, RELEVANCE_LIMIT).facts}
+
+
+def _search(store: Store, query: SearchQuery, limit: int) -> SearchResult:
+    words = query_words(store.catalog, query.query)
+    if not words:
+        return SearchResult(query=query.query)
+    now = store.clock()
+    params = query.model_dump(include={"tenant_id", "agent_id", "purpose", "subject", "known_at"})
+    params |= {"now": now, "at": query.at or now, "limit": limit}
+    postgres = store.is_postgres
+    with store.reading() as connection:
+        terms = stems(connection, words, postgres)
+        if not terms:
+            return SearchResult(query=query.query)
+        params |= {"terms": terms, "tsquery": " | ".join(map(_lexeme, terms))}
+        facts = (
+            _facts(connection, query, params, postgres) if SearchKind.FACTS in query.kinds else []
+        )
+        episodes = (
+            _episodes(connection, query, params, postgres, words)
+            if SearchKind.EPISODES in query.kinds
+            else []
+        )
+    return SearchResult(query=query.query, facts=facts, episodes=episodes)
+
+
+def _lexeme(term: str) -> str:
+    """A term as a tsquery operand, quoted."""
+    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+# -- the index's tables, as the statements name them ----------------------------------------
+
+_VECTOR = "search_vector"
+# The stemmed terms OR-ed, taken as they are (no second normalisation).
+_TSQUERY = cast(bindparam("tsquery"), TSQUERY)
+
+
+def _fts(name: str) -> Any:
+    return sql_table(name, sql_column("rowid"), sql_column("words"))
+
+
+def _terms(name: str) -> Any:
+    return sql_table(name, sql_column("term"), sql_column("doc"))
+
+
+_EPISODE_KEYS = sql_table(
+    search_index.EPISODE_KEYS,
+    sql_column("search_key"),
+    sql_column("tenant_id"),
+    sql_column("episode_id"),
+)
+
+
+def _ranked(scope: Any, hits: Any) -> Select[Any]:
+    """BM25 of every hit document, with N, the mean length and each term's document frequency
+    taken from `scope` (doc, dl) and `hits` (doc, term, tf, dl): the filtered scope only."""
+    stats = select(
+        func.count().label("n"), func.coalesce(func.avg(scope.c.dl), 1).label("avgdl")
+    ).cte("stats")
+    frequencies = (
+        select(hits.c.term, func.count().label("df")).group_by(hits.c.term).cte("frequencies")
+    )
+    n, df = cast(stats.c.n, Float), cast(frequencies.c.df, Float)
+    idf = func.ln(1.0 + (n - df + 0.5) / (df + 0.5))
+    tf, dl = cast(hits.c.tf, Float), cast(hits.c.dl, Float)
+    saturation = tf * (K1 + 1) / (tf + K1 * (1 - B + B * dl / cast(stats.c.avgdl, Float)))
+    score = func.sum(idf * saturation).label("score")
+    return (
+        select(hits.c.doc, score)
+        .select_from(hits.join(frequencies, frequencies.c.term == hits.c.term).join(stats, true()))
+        .group_by(hits.c.doc)
+        .order_by(score.desc(), hits.c.doc)
+        .limit(bindparam("limit"))
+    )
+
+
+def _term_list() -> Any:
+    return bindparam("terms", expanding=True)
+
+
+# -- facts ---------------------------------------------------------------------------------
+
+
+def _facts(
+    connection: Connection, query: SearchQuery, params: dict[str, Any], postgres: bool
+) -> list[FoundFact]:
+    statement = _fact_ranking(postgres, query.known_at is not None, query.include_quarantined)
+    ranked = connection.execute(statement, params).all()
+    if not ranked:
+        return []
+    scores = {doc: float(score) for doc, score in ranked}
+    columns = [getattr(FactRow, name) for name in FACT_COLUMNS]
+    rows = connection.execute(
+        select(FactRow.row_id, *columns).where(FactRow.row_id.in_(list(scores)))
+    ).all()
+    found = [
+        FoundFact.model_validate({**row._mapping, "score": scores[row.row_id]}) for row in rows
+    ]
+    return sorted(found, key=lambda fact: (-fact.score, fact.attribute, fact.fact_id))
+
+
+@cache
+def _fact_ranking(postgres: bool, known: bool, quarantined: bool) -> Select[Any]:
+    """One statement per shape of query, built once (building costs more than running it)."""
+    conditions = visible("get", known, quarantined)
+    if postgres:
+        vector: Any = sql_column(_VECTOR)
+        scope = (
+            select(FactRow.row_id.label("doc"), func.length(vector).label("dl"))
+            .where(*conditions)
+            .cte("scope")
+        )
+        lexemes = func.unnest(vector).table_valued("lexeme", "positions", name="t")
+        hits = (
+            select(
+                FactRow.row_id.label("doc"),
+                lexemes.c.lexeme.label("term"),
+                func.array_length(lexemes.c.positions, 1).label("tf"),
+                func.length(vector).label("dl"),
+            )
+            .select_from(FactRow.__table__.join(lexemes, true()))
+            .where(
+                *conditions,
+                vector.op("@@")(_TSQUERY),
+                lexemes.c.lexeme.in_(_term_list()),
+            )
+        )
+    else:
+        index, terms = _fts(search_index.FACTS_FTS), _terms(search_index.FACTS_TERMS)
+        scope = (
+            select(FactRow.row_id.label("doc"), index.c.words.label("dl"))
+            .join(index, index.c.rowid == FactRow.row_id)
+            .where(*conditions)
+            .cte("scope")
+        )
+        hits = _sqlite_hits(scope, terms)
+    return _ranked(scope, hits.cte("hits"))
+
+
+def _sqlite_hits(scope: Any, terms: Any) -> Select[Any]:
+    """Each (document, term) of the scope with its frequency, from FTS5's vocabulary: the
+    query terms' occurrences first (a lookup by term), then the scope's share of them."""
+    occurrences = (
+        select(terms.c.doc, terms.c.term)
+        .where(terms.c.term.in_(_term_list()))
+        .cte("occurrences")
+        .prefix_with("MATERIALIZED")
+    )
+    return (
+        select(
+            occurrences.c.doc.label("doc"),
+            occurrences.c.term.label("term"),
+            func.count().label("tf"),
+            func.max(scope.c.dl).label("dl"),
+        )
+        .join(scope, scope.c.doc == occurrences.c.doc)
+        .group_by(occurrences.c.doc, occurrences.c.term)
+    )
+
+
+# -- episodes ------------------------------------------------------------------------------
+
+
+def _episode_conditions(known: bool, quarantined: bool) -> list[Any]:
+    conditions: list[Any] = [
+        EpisodeRow.tenant_id == bindparam("tenant_id"),
+        EpisodeRow.agent_id == bindparam("agent_id"),
+        EpisodeRow.purpose == bindparam("purpose"),
+        EpisodeRow.subject == bindparam("subject"),
+        EpisodeRow.forgotten_at.is_(None),
+        EpisodeRow.text.is_not(None),
+        EpisodeRow.occurred_at <= bindparam("at"),
+    ]
+    if known:
+        conditions.append(EpisodeRow.received_at <= bindparam("known_at"))
+    if not quarantined:
+        untrusted = [
+            source.value for source, trust in SOURCE_TRUST.items() if trust is Trust.UNTRUSTED
+        ]
+        conditions.append(
+            or_(
+                EpisodeRow.trust != Trust.UNTRUSTED.value,
+                and_(EpisodeRow.trust.is_(None), EpisodeRow.source.not_in(untrusted)),
+            )
+        )
+    return conditions
+
+
+def _episodes(
+    connection: Connection,
+    query: SearchQuery,
+    params: dict[str, Any],
+    postgres: bool,
+    words: Sequence[str],
+) -> list[FoundEpisode]:
+    ranking, fetch = _episode_statements(
+        postgres, query.known_at is not None, query.include_quarantined
+    )
+    ranked = connection.execute(ranking, params).all()
+    if not ranked:
+        return []
+    scores = {doc: float(score) for doc, score in ranked}
+    rows = connection.execute(fetch, {"tenant_id": query.tenant_id, "docs": list(scores)}).all()
+    best = _by_recency(rows, scores)
+    return [
+        episode.model_copy(update={"snippet": snippet(episode.snippet, words)}) for episode in best
+    ]
+
+
+@cache
+def _episode_statements(
+    postgres: bool, known: bool, quarantined: bool
+) -> tuple[Select[Any], Select[Any]]:
+    """The ranking statement and the one that reads the best episodes, built once."""
+    conditions = _episode_conditions(known, quarantined)
+    if postgres:
+        vector: Any = sql_column(_VECTOR)
+        scope = (
+            select(EpisodeRow.episode_id.label("doc"), func.length(vector).label("dl"))
+            .where(*conditions)
+            .cte("scope")
+        )
+        lexemes = func.unnest(vector).table_valued("lexeme", "positions", name="t")
+        hits = (
+            select(
+                EpisodeRow.episode_id.label("doc"),
+                lexemes.c.lexeme.label("term"),
+                func.array_length(lexemes.c.positions, 1).label("tf"),
+                func.length(vector).label("dl"),
+            )
+            .select_from(EpisodeRow.__table__.join(lexemes, true()))
+            .where(
+                *conditions,
+                vector.op("@@")(_TSQUERY),
+                lexemes.c.lexeme.in_(_term_list()),
+            )
+        )
+        key: Any = EpisodeRow.episode_id
+        joined: Any = EpisodeRow.__table__
+    else:
+        index, terms = _fts(search_index.EPISODES_FTS), _terms(search_index.EPISODES_TERMS)
+        keys = _EPISODE_KEYS
+        scope = (
+            select(keys.c.search_key.label("doc"), index.c.words.label("dl"))
+            .select_from(
+                EpisodeRow.__table__.join(
+                    keys,
+                    and_(
+                        keys.c.tenant_id == EpisodeRow.tenant_id,
+                        keys.c.episode_id == EpisodeRow.episode_id,
+                    ),
+                ).join(index, index.c.rowid == keys.c.search_key)
+            )
+            .where(*conditions)
+            .cte("scope")
+        )
+        hits = _sqlite_hits(scope, terms)
+        key = keys.c.search_key
+        joined = EpisodeRow.__table__.join(
+            keys,
+            and_(
+                keys.c.tenant_id == EpisodeRow.tenant_id,
+                keys.c.episode_id == EpisodeRow.episode_id,
+            ),
+        )
+    fetch = (
+        select(
+            key.label("doc"),
+            EpisodeRow.episode_id,
+            EpisodeRow.occurred_at,
+            EpisodeRow.session_id,
+            EpisodeRow.text,
+        )
+        .select_from(joined)
+        .where(
+            EpisodeRow.tenant_id == bindparam("tenant_id"),
+            key.in_(bindparam("docs", expanding=True)),
+        )
+    )
+    return _ranked(scope, hits.cte("hits")), fetch
+
+
+def _by_recency(rows: Sequence[Any], scores: Mapping[Any, float]) -> list[FoundEpisode]:
+    """The best episodes by BM25, their scores lifted by how late each was said among them:
+    the latest gains RECENCY of its score, the earliest nothing. Only the order within the
+    answer changes (which episodes are in it is BM25's choice), so recency never costs
+    recall."""
+    moments = sorted({row.occurred_at for row in rows})
+    last = max(len(moments) - 1, 1)
+    position = {moment: index / last for index, moment in enumerate(moments)}
+    found = [
+        FoundEpisode(
+            episode_id=row.episode_id,
+            occurred_at=row.occurred_at,
+            session_id=row.session_id,
+            snippet=row.text,  # cut to a snippet once the best are known
+            score=scores[row.doc] * (1 + RECENCY * position[row.occurred_at]),
+        )
+        for row in rows
+    ]
+    return sorted(found, key=lambda episode: (-episode.score, episode.episode_id))
+
+
+def snippet(text: str, words: Sequence[str]) -> str:
+    """The text, or about SNIPPET_CHARS of it around the first query word it holds."""
+    if len(text) <= SNIPPET_CHARS:
+        return text
+    stems = "|".join(re.escape(word[:5]) for word in words)
+    first = re.search(rf"\b(?:{stems})", text, re.IGNORECASE) if stems else None
+    start = max(0, (first.start() if first else 0) - SNIPPET_CHARS // 3)
+    cut = text[start : start + SNIPPET_CHARS]
+    return ("…" if start else "") + cut + ("…" if start + SNIPPET_CHARS < len(text) else "")
