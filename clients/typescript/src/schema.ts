@@ -136,6 +136,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/subjects/{subject}/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Search a subject's facts and episodes: what holds and what was said, best first
+         * @description BM25 over the scope's visible facts and episodes; never a superseded, expired,
+         *     forgotten or purged one. `include_quarantined` (quarantined facts, untrusted episodes)
+         *     needs the reviewer role. An empty answer is 200 with empty lists.
+         */
+        get: operations["search"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/subjects/{subject}/attributes/{attribute}/history": {
         parameters: {
             query?: never;
@@ -162,7 +184,8 @@ export interface paths {
         };
         /**
          * The smallest cited context about a subject that fits a token budget
-         * @description `text` joins the items as a model would be given them.
+         * @description `text` joins the items as a model would be given them; with `episodes`, the episodes
+         *     matching `query` follow the facts, each labelled with when it was said.
          */
         get: operations["get_context"];
         put?: never;
@@ -425,7 +448,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Prometheus metrics */
+        /**
+         * Prometheus metrics
+         * @description With SGAM_METRICS_TOKEN, for `Authorization: Bearer TOKEN` only; without, for the
+         *     loopback address only: the series name routes, models and (opted in) tenants.
+         */
         get: operations["metrics"];
         put?: never;
         post?: never;
@@ -498,10 +525,26 @@ export interface components {
              */
             skipped: components["schemas"]["ContextItem"][];
             /**
+             * Episodes
+             * @description matching episodes, after the facts (when asked)
+             */
+            episodes?: components["schemas"]["ContextEpisode"][];
+            /**
              * Text
              * @description the items joined as a model would be given them
              */
             readonly text: string;
+        };
+        /** ContextEpisode */
+        ContextEpisode: {
+            /** Episode Id */
+            episode_id: string;
+            /** Occurred At */
+            occurred_at: string;
+            /** Text */
+            text: string;
+            /** Tokens */
+            tokens: number;
         };
         /** ContextItem */
         ContextItem: {
@@ -600,7 +643,10 @@ export interface components {
             extractor: string | null;
             /** Prompt Version */
             prompt_version: string | null;
-            /** Usage */
+            /**
+             * Usage
+             * @description the model's tokens and cost; over HTTP, shown to admin keys only
+             */
             usage: {
                 [key: string]: unknown;
             } | null;
@@ -703,6 +749,74 @@ export interface components {
              * @description after a purge: no erased content left in the database files
              */
             files_scrubbed?: boolean | null;
+        };
+        /**
+         * FoundEpisode
+         * @description An episode whose text matches the query: when it was said, a snippet, its relevance.
+         */
+        FoundEpisode: {
+            /** Episode Id */
+            episode_id: string;
+            /** Occurred At */
+            occurred_at: string | null;
+            /** Session Id */
+            session_id: string | null;
+            /**
+             * Snippet
+             * @description the episode's text, cut to about 300 characters
+             */
+            snippet: string;
+            /** Score */
+            score: number;
+        };
+        /**
+         * FoundFact
+         * @description A fact as `get` returns it, with its relevance to the query (BM25, higher first).
+         */
+        FoundFact: {
+            /** Fact Id */
+            fact_id: string;
+            /** Version */
+            version: number;
+            /** Tenant Id */
+            tenant_id: string;
+            /** Agent Id */
+            agent_id: string;
+            /** Purpose */
+            purpose: string;
+            /** Subject */
+            subject: string;
+            /** Attribute */
+            attribute: string;
+            /** Value */
+            value: unknown;
+            cardinality: components["schemas"]["Cardinality"];
+            /** Kind */
+            kind: string;
+            /** Schema Version */
+            schema_version: string;
+            /** Valid From */
+            valid_from: string | null;
+            /** Valid To */
+            valid_to: string | null;
+            /** Recorded At */
+            recorded_at: string | null;
+            /** Superseded At */
+            superseded_at: string | null;
+            /** Supersedes Fact Id */
+            supersedes_fact_id: string | null;
+            /** Source Episode Id */
+            source_episode_id: string;
+            /** Evidence */
+            evidence: string | null;
+            /** Confidence */
+            confidence: number;
+            trust: components["schemas"]["Trust"];
+            status: components["schemas"]["FactStatus"];
+            /** Expires At */
+            expires_at: string | null;
+            /** Score */
+            score: number;
         };
         /** Health */
         Health: {
@@ -992,6 +1106,18 @@ export interface components {
             status: components["schemas"]["ReceiptStatus"];
         };
         /**
+         * SearchResult
+         * @description What a search found, best first within each kind: the same answer on every door.
+         */
+        SearchResult: {
+            /** Query */
+            query: string;
+            /** Facts */
+            facts?: components["schemas"]["FoundFact"][];
+            /** Episodes */
+            episodes?: components["schemas"]["FoundEpisode"][];
+        };
+        /**
          * SourceKind
          * @enum {string}
          */
@@ -1097,7 +1223,10 @@ export interface components {
             extractor: string | null;
             /** Prompt Version */
             prompt_version: string | null;
-            /** Usage */
+            /**
+             * Usage
+             * @description the model's tokens and cost; over HTTP, shown to admin keys only
+             */
             usage: {
                 [key: string]: unknown;
             } | null;
@@ -3955,6 +4084,138 @@ export interface operations {
             };
         };
     };
+    search: {
+        parameters: {
+            query: {
+                query: string;
+                /** @description facts, episodes or both, comma-separated (default: both) */
+                kinds?: string;
+                limit?: number;
+                at?: string;
+                known_at?: string;
+                include_quarantined?: boolean;
+                tenant_id?: string;
+                agent_id?: string;
+                purpose?: string;
+            };
+            header?: never;
+            path: {
+                subject: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchResult"];
+                };
+            };
+            /** @description The body or a header cannot be read (malformed-request) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No valid API key (unauthorized) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key's role or scope does not allow it (forbidden, scope-mismatch) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found, or another tenant's (not-found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The ledger's state forbids the change (conflicts) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description If-Match names a stale version (version-conflict) */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is too large (payload-too-large) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not JSON (unsupported-media-type) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid input, naming the field (invalid-input, invalid-episodes) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key's rate limit is used up; see Retry-After (rate-limited) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A store is busy or unavailable; see Retry-After */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     get_history: {
         parameters: {
             query?: {
@@ -4088,6 +4349,7 @@ export interface operations {
             query?: {
                 query?: string;
                 budget_tokens?: number;
+                episodes?: boolean;
                 tenant_id?: string;
                 agent_id?: string;
                 purpose?: string;
