@@ -14,7 +14,6 @@ from typing import IO, Any
 import click
 
 from pipeline.errors import InvalidInput
-from pipeline.validation import DuplicateKey, refuse_duplicates
 
 MAX_LINE_BYTES = 1024 * 1024
 
@@ -62,6 +61,9 @@ def _opened(path: Path, stack: ExitStack) -> IO[bytes]:
 
 
 def _parsed(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    # Imported here: `pipeline.validation` brings pydantic, which `sgam --help` need not load.
+    from pipeline.validation import DuplicateKey, refuse_duplicates
+
     if len(raw) > MAX_LINE_BYTES:
         return None, f"is longer than {MAX_LINE_BYTES} bytes"
     try:

@@ -10,7 +10,6 @@ import click
 
 from pipeline.cli import output
 from pipeline.cli.options import opened_store, reviewer, scope_fields, scoped
-from schemas.fields import format_utc
 
 
 @click.command()
@@ -26,6 +25,7 @@ def search(tenant: str, agent: str, purpose: str, as_json: bool, **options: Any)
     (superseded, expired, quarantined, forgotten, purged), nor untrusted episodes unless
     --include-quarantined."""
     from pipeline.read.search import search as search_memory
+    from schemas.fields import format_utc  # brings pydantic, which `sgam --help` need not load
 
     kinds = options.pop("kinds")
     if kinds is not None:

@@ -17,6 +17,10 @@ from pipeline.cli.errors import UNAVAILABLE, fail
 from pipeline.cli.options import given_fields, json_output, opened_store
 from pipeline.errors import InvalidInput
 
+# The HTTP app, named as uvicorn imports it: `pipeline.api.app` stands beside the command line
+# (both are composition roots), so the command line names it rather than importing it.
+APP_FACTORY = "pipeline.api.app:create_app"
+
 
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
@@ -52,7 +56,7 @@ def serve(host: str, port: int, workers: int, access_log: bool, log_level: str) 
     # The review pages sign their session cookies; every worker process must share the secret.
     os.environ.setdefault("SGAM_UI_SESSION_SECRET", secrets.token_hex(32))
     uvicorn.run(
-        "pipeline.api.app:create_app",
+        APP_FACTORY,
         factory=True,
         host=host,
         port=port,
@@ -105,12 +109,14 @@ def openapi() -> None:
     when none is set); the database is never opened, as the document depends only on them."""
     import json
 
-    from pipeline.api.app import create_app
+    from uvicorn.importer import import_from_string
+
     from pipeline.db.store import Store
     from pipeline.settings import load_settings
 
     store = Store(load_settings())  # not open_store: no schema check, no connection
     try:
+        create_app = import_from_string(APP_FACTORY)
         document = create_app(store.settings, store).openapi()
     finally:
         store.dispose()

@@ -71,7 +71,8 @@ def test_confirming_a_candidate_makes_it_a_fact_with_the_key_as_actor(
 
     with server.client(reviewer) as api:
         facts = api.get("/v1/subjects/mira/facts", params={"attribute": "answer_style"}).json()
-    assert [(f["value"], f["trust"]) for f in facts] == [("concise", "user_confirmed")]
+    # A reviewer confirms on the page: the fact is verified, as a promotion is, not the user's.
+    assert [(f["value"], f["trust"]) for f in facts] == [("concise", "verified")]
     confirmed = [e for e in log_of(server, reviewer) if e["kind"] == "candidate_confirmed"]
     assert [e["actor"] for e in confirmed] == [key_id(reviewer)]
 
