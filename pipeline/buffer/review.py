@@ -56,6 +56,12 @@ class CandidateCommand(BaseModel):
     )
 
 
+class RejectCommand(CandidateCommand):
+    reason: str | None = Field(
+        default=None, min_length=1, max_length=500, description="why: it goes to the log"
+    )
+
+
 def list_candidates(
     store: Store, query: CandidateQuery | Mapping[str, Any]
 ) -> list[SupportedCandidate]:
@@ -126,9 +132,11 @@ def confirm(store: Store, command: CandidateCommand | Mapping[str, Any]) -> Deci
     return _decided(result)
 
 
-def reject(store: Store, command: CandidateCommand | Mapping[str, Any]) -> Decided:
-    """Drop a buffered candidate for good; its support stays for the audit."""
-    command = parse(CandidateCommand, command)
+def reject(store: Store, command: RejectCommand | Mapping[str, Any]) -> Decided:
+    """Drop a buffered candidate for good; its support stays for the audit, and the reason
+    given, if any, in the log."""
+    command = parse(RejectCommand, command)
+    why = f"rejected by {_whom(command)}" + (f": {command.reason}" if command.reason else "")
 
     def work(unit: Unit) -> Buffered:
         row = buffered_candidate(unit, command.candidate_id, command.tenant_id)
@@ -137,7 +145,7 @@ def reject(store: Store, command: CandidateCommand | Mapping[str, Any]) -> Decid
             row,
             CandidateStatus.REJECTED,
             actor=command.actor,
-            reason=f"rejected by {_whom(command)}",
+            reason=why,
         )
         return Buffered(row.candidate_id, CandidateStatus.REJECTED, row.support)
 
