@@ -21,7 +21,7 @@ from pipeline.db.unit import Unit
 from pipeline.validation import parse
 from schemas.buffer import SupportRecord
 from schemas.facts import Trust
-from schemas.fields import Identifier
+from schemas.fields import Identifier, Text
 from schemas.lifecycle import CandidateStatus
 from schemas.results import Decided, StoredCandidate, SupportedCandidate
 
@@ -57,9 +57,7 @@ class CandidateCommand(BaseModel):
 
 
 class RejectCommand(CandidateCommand):
-    reason: str | None = Field(
-        default=None, min_length=1, max_length=500, description="why: it goes to the log"
-    )
+    reason: Text | None = Field(default=None, max_length=500, description="why, for the log")
 
 
 def list_candidates(

@@ -118,7 +118,7 @@ def test_a_rejections_reason_goes_to_the_log(store: Store) -> None:
     reasons = [entry.reason for entry in logged if entry.kind == "candidate_rejected"]
     assert reasons == [f"candidate {waiting.candidate_id}: rejected by the user: a joke"]
     with pytest.raises(pipeline.InvalidInput):
-        pipeline.reject(store, command | {"reason": ""})
+        pipeline.reject(store, command | {"reason": "x" * 501})
 
 
 def test_a_contradicting_value_from_a_later_session_resets_the_older_candidate(
