@@ -237,13 +237,21 @@ def candidates(
 
 
 def decide(
-    store: Store, key: ApiKey, verb: Literal["confirm", "reject"], candidate_id: str
+    store: Store,
+    key: ApiKey,
+    verb: Literal["confirm", "reject"],
+    candidate_id: str,
+    *,
+    reason: str | None = None,
 ) -> Decided:
-    """Confirm or reject a buffered candidate of the key's scope."""
+    """Confirm or reject a buffered candidate of the key's scope; a rejection's reason goes to
+    the log."""
     candidate_id = identifier("candidate_id", candidate_id)
     require_owned(store, key, "candidate", candidate_id)
     command = {"tenant_id": key.tenant_id, "candidate_id": candidate_id, "actor": key.key_id}
     command["by"] = "reviewer"  # a reviewer's key decides, not the user the fact is about
+    if reason is not None:
+        command["reason"] = reason
     with memory_span(
         names.UPDATE_MEMORY, tenant_id=key.tenant_id, record_id=candidate_id
     ) as opened:

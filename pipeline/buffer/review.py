@@ -21,7 +21,7 @@ from pipeline.db.unit import Unit
 from pipeline.validation import parse
 from schemas.buffer import SupportRecord
 from schemas.facts import Trust
-from schemas.fields import Identifier
+from schemas.fields import Identifier, Text
 from schemas.lifecycle import CandidateStatus
 from schemas.results import Decided, StoredCandidate, SupportedCandidate
 
@@ -54,6 +54,10 @@ class CandidateCommand(BaseModel):
         description="who decides: the user (a confirmed fact has the user's own trust) or a "
         "reviewer (verified, as a promotion is)",
     )
+
+
+class RejectCommand(CandidateCommand):
+    reason: Text | None = Field(default=None, max_length=500, description="why, for the log")
 
 
 def list_candidates(
@@ -126,9 +130,11 @@ def confirm(store: Store, command: CandidateCommand | Mapping[str, Any]) -> Deci
     return _decided(result)
 
 
-def reject(store: Store, command: CandidateCommand | Mapping[str, Any]) -> Decided:
-    """Drop a buffered candidate for good; its support stays for the audit."""
-    command = parse(CandidateCommand, command)
+def reject(store: Store, command: RejectCommand | Mapping[str, Any]) -> Decided:
+    """Drop a buffered candidate for good; its support stays for the audit, and the reason
+    given, if any, in the log."""
+    command = parse(RejectCommand, command)
+    why = f"rejected by {_whom(command)}" + (f": {command.reason}" if command.reason else "")
 
     def work(unit: Unit) -> Buffered:
         row = buffered_candidate(unit, command.candidate_id, command.tenant_id)
@@ -137,7 +143,7 @@ def reject(store: Store, command: CandidateCommand | Mapping[str, Any]) -> Decid
             row,
             CandidateStatus.REJECTED,
             actor=command.actor,
-            reason=f"rejected by {_whom(command)}",
+            reason=why,
         )
         return Buffered(row.candidate_id, CandidateStatus.REJECTED, row.support)
 

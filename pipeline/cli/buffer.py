@@ -61,10 +61,19 @@ def _decide(verb: str) -> Any:
         help="The user the fact is about (user_confirmed trust) or a reviewer (verified).",
     )
     @json_output
-    def command(candidate_id: str, tenant: str, actor: str, by: str, as_json: bool) -> None:
+    def command(
+        candidate_id: str,
+        tenant: str,
+        actor: str,
+        by: str,
+        as_json: bool,
+        reason: str | None = None,
+    ) -> None:
         from pipeline.buffer import review
 
         fields = {"tenant_id": tenant, "candidate_id": candidate_id, "actor": actor, "by": by}
+        if reason is not None:
+            fields["reason"] = reason
         with opened_store() as store:
             result = getattr(review, verb)(store, fields)
         if output.wants_json(as_json):
@@ -79,6 +88,8 @@ def _decide(verb: str) -> Any:
         "candidate: it becomes a fact, valid from its first support.",
         "reject": "Drop a buffered candidate for good.",
     }[verb]
+    if verb == "reject":
+        command.params.append(click.Option(["--reason"], help="Why: it goes to the log."))
     return command
 
 

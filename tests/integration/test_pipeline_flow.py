@@ -107,6 +107,20 @@ def test_rejection_drops_a_candidate(store: Store) -> None:
     assert holds(store, "contact_channel") is None
 
 
+def test_a_rejections_reason_goes_to_the_log(store: Store) -> None:
+    pipeline.ingest(store, episode("My contact channel is phone.", "2026-06-01T09:00:00Z", "s1"))
+    (waiting,) = candidates(store)
+    command = {"tenant_id": TENANT, "candidate_id": waiting.candidate_id, "reason": "a joke"}
+
+    pipeline.reject(store, command)
+
+    logged = pipeline.decision_log(store, {"tenant_id": TENANT})
+    reasons = [entry.reason for entry in logged if entry.kind == "candidate_rejected"]
+    assert reasons == [f"candidate {waiting.candidate_id}: rejected by the user: a joke"]
+    with pytest.raises(pipeline.InvalidInput):
+        pipeline.reject(store, command | {"reason": "x" * 501})
+
+
 def test_a_contradicting_value_from_a_later_session_resets_the_older_candidate(
     store: Store,
 ) -> None:

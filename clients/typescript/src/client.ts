@@ -227,10 +227,10 @@ export function createClient(options: ClientOptions) {
     },
 
     /** Drop a buffered candidate for good. */
-    async reject(candidateId: string) {
+    async reject(candidateId: string, { reason }: { reason?: string } = {}) {
       return ok(
         raw.POST("/v1/candidates/{candidate_id}/reject", {
-          params: { path: { candidate_id: candidateId } },
+          params: { path: { candidate_id: candidateId }, query: { reason } },
         }),
       );
     },

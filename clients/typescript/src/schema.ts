@@ -265,7 +265,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Drop a buffered candidate for good */
+        /**
+         * Drop a buffered candidate for good
+         * @description `reason` goes to the log.
+         */
         post: operations["reject"];
         delete?: never;
         options?: never;
@@ -4844,7 +4847,9 @@ export interface operations {
     };
     reject: {
         parameters: {
-            query?: never;
+            query?: {
+                reason?: string;
+            };
             header?: never;
             path: {
                 candidate_id: string;

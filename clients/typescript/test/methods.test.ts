@@ -112,8 +112,13 @@ test("candidates, confirm and reject decide the recurrence buffer", async () => 
 
   const confirmed = await admin.confirm(byAttribute.get("contact_channel")!);
   assert.equal(confirmed.fact?.value, "email");
-  const rejected = await admin.reject(byAttribute.get("answer_style")!);
+  const rejected = await admin.reject(byAttribute.get("answer_style")!, { reason: "said in jest" });
   assert.equal(rejected.status, "rejected");
+  const logged = await admin.log({ subject: sam });
+  assert.ok(
+    logged.some((entry) => entry.kind === "candidate_rejected" && entry.reason?.endsWith(": said in jest")),
+    JSON.stringify(logged.map((entry) => [entry.kind, entry.reason])),
+  );
   assert.deepEqual(await admin.candidates({ subject: sam }), []);
   const all = await admin.candidates({ subject: sam, status: "all" });
   assert.equal(all.length, 2);

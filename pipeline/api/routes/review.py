@@ -64,8 +64,11 @@ def confirm(candidate_id: Identifier, key: Reviewer, store: Opened) -> Decided:
     summary="Drop a buffered candidate for good",
     response_model=Decided,
 )
-def reject(candidate_id: Identifier, key: Reviewer, store: Opened) -> Decided:
-    return operations.decide(store, key, "reject", candidate_id)
+def reject(
+    candidate_id: Identifier, key: Reviewer, store: Opened, reason: Reason = None
+) -> Decided:
+    """`reason` goes to the log."""
+    return operations.decide(store, key, "reject", candidate_id, reason=reason)
 
 
 @router.get(
