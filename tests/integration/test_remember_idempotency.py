@@ -155,7 +155,9 @@ def test_a_repeat_while_the_model_works_is_in_progress_in_python_and_exit_5_on_t
     """The key is reserved before the model is asked: a repeat meanwhile is refused with a
     typed, retryable error (the CLI's exit 5, one line), then answered like any repeat."""
     ask = ASK | {"tenant_id": f"slow-{uuid.uuid4()}", "text": "Zwolle has been my home."}
-    with StubServer(latency_s=8.0) as stub:  # outlasts the CLI's start under load
+    with StubServer(
+        latency_s=20.0
+    ) as stub:  # outlasts the CLI's start on a busy machine (8 s did not, on four xdist workers)
         slow = open_store(
             isolated_settings(
                 database_url=postgres_url,
