@@ -135,6 +135,24 @@ def wait_for(check: Callable[[], bool], timeout: float, what: str, logs: Callabl
     raise AssertionError(f"timed out after {timeout} s waiting for {what}\n{logs()[-4000:]}")
 
 
+def wait_for_done(
+    database_url: str, total: int, stalled_after: float, logs: Callable[[], str]
+) -> None:
+    """Wait until `total` episodes are done, failing only when none finishes for `stalled_after`
+    seconds: a loaded machine (the suite runs beside other tests) is slow, a lost episode stalls."""
+    done, last_progress = -1, time.monotonic()
+    while time.monotonic() - last_progress < stalled_after:
+        now_done = episode_counts(database_url).get("done", 0)
+        if now_done == total:
+            return
+        if now_done != done:
+            done, last_progress = now_done, time.monotonic()
+        time.sleep(0.2)
+    raise AssertionError(
+        f"{done} of {total} episodes done and none for {stalled_after} s\n{logs()[-4000:]}"
+    )
+
+
 def count(database_url: str, statement: str) -> int:
     engine = create_engine(database_url)
     try:

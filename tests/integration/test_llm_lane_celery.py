@@ -120,7 +120,7 @@ def test_workers_share_one_budget_for_the_endpoint(
     celery = _workers(lane_url, stub, tmp_path, SGAM_LLM_RPM="120", SGAM_LLM_CONCURRENCY="4")
     try:
         celery.worker(concurrency=2)
-        took = _run(celery, producer, lane_url, 16, timeout=60)
+        _run(celery, producer, lane_url, 16, timeout=60)
     finally:
         celery.stop()
     stats = stub.stats
@@ -128,7 +128,6 @@ def test_workers_share_one_budget_for_the_endpoint(
     assert (stats.answered, stats.rejected) == (16, 0)
     spread = stats.arrivals[-1] - stats.arrivals[0]
     assert spread >= (16 - 2) / 2 * 0.9, f"16 requests within {spread:.1f} s"
-    assert took < 30
 
 
 def test_a_429_pauses_every_worker_and_fails_no_episode(
