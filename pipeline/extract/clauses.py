@@ -58,8 +58,8 @@ _LEADS_IN = word_set(
     "when whenever while if because since as so that which who whom what why how where "
     "though although than until till before after whether once unless say said think "
     "thought guess know knew mean feel felt hope believe wish suppose bet admit swear heard "
-    "remember realize realized forget forgot tell told sure glad thing things stuff "
-    "something anything everything nothing one ones all way place places time times"
+    "remember realize realized forget forgot tell told mention mentioned sure glad thing things "
+    "stuff something anything everything nothing one ones all way place places time times"
 )
 # What follows these is taken as given even inside a question: "how can I use the fact that I
 # secured 5 interviews?", "given that my budget is $650, should I ...?".
@@ -126,10 +126,12 @@ def _run_on(clause: str, start: int) -> Iterator[tuple[str, int]]:
     """`clause` split where "I" starts a new clause after a full one."""
     position = 0
     for match in _RUN_ON.finditer(clause):
-        before = clause[position : match.start()].split()
+        before = [word.casefold().strip(",") for word in clause[position : match.start()].split()]
         if (
             before
-            and before[-1].casefold().strip(",") not in _LEADS_IN
+            and before[-1] not in _LEADS_IN
+            # "did I tell you I work at dell": what is told is inside the telling
+            and not (before[-1] in {"you", "u"} and len(before) > 1 and before[-2] in _LEADS_IN)
             and _FULL_CLAUSE.search(clause, position, match.start())
         ):
             yield from _trimmed(clause[position : match.start()], start + position)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pipeline.extract.forms import CompiledForm, anchors, compile_forms
-from pipeline.extract.value_words import word_set
+from pipeline.extract.value_words import TASTE_KIND, word_set
 from pipeline.extract.values import enum_values, number_value, string_values
 from schemas.catalog import AttributeSpec, Catalog, ValueType
 
@@ -54,7 +54,6 @@ PASSING = re.compile(
     r"lately|nowadays|this\s+(?:week|weekend|month|morning|evening|afternoon)|today|tonight)\b",
     _FLAGS,
 )
-PASSING_KIND = "preference"
 NEGATION = re.compile(
     r"\b(?:not|never|no\s+longer|no|nobody|neither|nor|none|cannot|dont|cant|wont|didnt|doesnt|"
     r"isnt|arent|wasnt|havent|hasnt|couldnt|wouldnt|shouldnt|aint)\b|\w['’]?n['’]t\b",
@@ -180,7 +179,7 @@ class FormReader:
             # often" still state the liking.
             outside = prefix + " " + _NEW_PHRASE.split(span, maxsplit=1)[0]
         refused = _refusal(prefix, outside, span, form, self._own_values[form.attribute], clause)
-        if not refused and spec.kind == PASSING_KIND:
+        if not refused and spec.kind == TASTE_KIND:
             passing = PASSING.search(clause)
             if passing:
                 refused = f"a passing taste ({passing.group(0)!r})"

@@ -74,6 +74,34 @@ THEIR_OWN = re.compile(r"^\s+(?:it|they|he|she|we|you)\b", _FLAGS)
 COMPANION_TAIL = re.compile(r"^\s*(?:and|&)\s+(?:i|me)\s*$", _FLAGS)
 # Nouns that name a kind, not a thing: with a relative clause after them, the clause says which.
 KINDS = word_set("activities activity things stuff places people kinds types sorts ones folks")
+# A taste narrowed right after it names what is liked: "I like sports, mostly basketball", "I
+# love meat, especially steak"; a vague one by its example, "bands like Styx" (not "heavy
+# metal like Slayer": that names the taste; not "walks, especially on the beach": that says
+# where; not "books like that").
+_NOT_NARROWER = (
+    r"\s+(?!(?:on|in|at|to|when|if|with|for|because|since|during|after|before|by|around|near|"
+    r"the\s+ones?|that|this|these|those|it|them|you|me|us|him|her|a\s+lot|crazy|mad|hell)\b)"
+    r"(?P<rest>\S.*)$"
+)
+NARROWED = re.compile(
+    r"^\s*(?:too|as\s+well|also)?\s*,\s*(?:especially|particularly|mostly|mainly)" + _NOT_NARROWER,
+    _FLAGS,
+)
+EXAMPLE = re.compile(r"^\s*(?:,?\s+such\s+as|\s+like)" + _NOT_NARROWER, _FLAGS)
+VAGUE_TASTES = word_set(
+    "bands band movies movie films film shows books book music songs games sports food foods "
+    "animals things stuff genres artists singers authors"
+)
+TASTE_KIND = "preference"
+"""The kind of attributes that hold tastes."""
+# "I enjoy the challenge", "the thrill of scoring goals", "I love the food": with "the", these
+# name a side of something the conversation showed (the job, the game, the place), not a taste.
+ASPECTS = word_set(
+    "challenge challenges experience thrill rush rest game isolation food music people view "
+    "views scenery atmosphere vibe vibes idea pay hours story plot characters freedom "
+    "environment process feeling energy excitement adrenaline pace company perks benefits "
+    "flexibility attention part aspect parts aspects"
+)
 DEMONSTRATIVE_END = re.compile(r"\b(?:this|that|these|those)\s*$", _FLAGS)
 # "the smell and taste it adds", "the energy, diversity and food of this city": the value's
 # owner is a thing the conversation showed.
@@ -139,7 +167,7 @@ NOT_NAMES = word_set(
     "feeling sure also still actually too about kind sort getting having being all alright "
     "awesome cool wonderful amazing lucky blessed sick hungry ready done interested curious "
     "afraid scared nervous worried late early alone single married retired hoping planning "
-    "working living currently originally"
+    "working living currently originally far one worker"
 )
 # A whole first word: "Amsterdam", "Anna" and "Thessaloniki" are names.
 NAME_FIRST_BAD = re.compile(
@@ -157,6 +185,8 @@ JUDGING = word_set(
     "good great bad terrible awful decent excellent amazing awesome big huge better best worse "
     "worst pretty fine poor lousy natural born"
 )
+# "an avid fisherman", "an amateur photographer": a pastime, not an occupation.
+PASTIME = word_set("avid amateur keen hobby aspiring wannabe")
 
 
 # "my fur babies" are pets, not children.

@@ -1,0 +1,75 @@
+"""The classes of wrong readings issue 29's MSC dev split showed, on the personal catalogue: a
+taste narrowed right after it, a side of something said before ("the challenge"), a greeting
+that names no one, a pastime told as an occupation, a question's told clause."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.unit.test_extract_values import kept
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I like sports, mostly basketball.", [("likes", "basketball")]),
+        ("I love meat, especially steak.", [("likes", "steak")]),
+        ("I like seafood too, especially sushi.", [("likes", "sushi")]),
+        ("I love bands like Styx.", [("likes", "Styx")]),
+        # a taste named in full keeps its name; an example is not it
+        ("I love heavy metal like Slayer.", [("likes", "heavy metal")]),
+        # "especially" saying where, or "like" pointing back, narrows nothing
+        ("I love traveling, especially to the mountains.", [("likes", "traveling")]),
+        ("I love books like that.", []),
+    ],
+)
+def test_a_taste_narrowed_after_it_is_the_narrower_one(
+    text: str, expected: list[tuple[str, Any]]
+) -> None:
+    assert kept(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I enjoy the challenge.",
+        "I really like the game.",
+        "I love the thrill of winning races.",
+        "I love the food.",
+    ],
+)
+def test_the_side_of_something_said_before_is_no_taste(text: str) -> None:
+    assert kept(text) == []
+
+
+def test_the_same_words_without_the_article_or_outside_a_taste_still_read() -> None:
+    assert kept("I love food.") == [("likes", "food")]
+    assert kept("I love the beach.") == [("likes", "beach")]
+    assert kept("I work in the food business.") == [("work_field", "food business")]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Hi, I'm far too tired.", []),
+        ("Hi, I'm factory worker.", []),
+        ("Hi im rob one of my friends is here.", []),
+        ("Hi, I'm Nancy.", [("preferred_name", "Nancy")]),
+    ],
+)
+def test_a_greeting_names_a_name_not_a_word(text: str, expected: list[tuple[str, Any]]) -> None:
+    assert kept(text) == expected
+
+
+def test_a_pastime_is_no_occupation() -> None:
+    assert kept("I'm an avid fisherman.") == []
+    assert kept("I'm an amateur photographer.") == []
+    assert kept("I'm a fisherman.") == [("job_title", "fisherman")]
+
+
+def test_what_a_question_asks_if_it_told_is_asked_too() -> None:
+    assert kept("Did I tell you I work at Dell") == []
+    assert kept("Did I tell you I work at Dell?") == []
+    assert kept("I work at Dell") == [("employer", "Dell")]
