@@ -51,7 +51,12 @@ _CLAUSE_BREAK = re.compile(
 # inside a phrase ("the zoo I work at").
 # "I've" is left alone: "the number of mentees I've worked with has grown" is one clause.
 _RUN_ON = re.compile(r"\s+(?=(?:i|i'm|im)\s+\w)", _FLAGS)
-_FULL_CLAUSE = re.compile(r"\b(?:i|we|i'm|im|i've|we're)\s+[\w'’-]+\s+[\w'’-]+", _FLAGS)
+_FULL_CLAUSE = re.compile(
+    r"\b(?:i|we|i'm|im|i've|we're)\s+[\w'’-]+\s+[\w'’-]+"
+    # "that is awesome I love murder mysteries", "thats very good I just moved"
+    r"|^\W*(?:\w+\s+)?(?:that|this|it)\s+(?:is|was)\s+[\w'’-]+|^\W*(?:\w+\s+)?(?:that's|thats|it's)\s+(?:so\s+|very\s+|really\s+)?(?:awesome|great|cool|good|nice|funny|crazy|true|amazing|fine|sad|interesting)",
+    _FLAGS,
+)
 # ... unless what stands before "I" leads into it: a subordinator ("when I work"), a verb of
 # saying or thinking ("I can't say I am a fan"), a vague noun ("things I don't like").
 _LEADS_IN = word_set(

@@ -72,6 +72,16 @@ _MAY_PRECEDE = word_set(
     "hello that given anyway besides personally myself usually mostly right and ah aw wow "
     "cool nice great hmm um uh nope"
 )
+# ... and what may stand there whole: an interjection ("oh my goodness", "hi there", "naw"), or
+# a setting that opens the clause ("in my spare time I garden", "at home I have 2 snakes").
+_SETTING = re.compile(
+    r"^\W*(?:(?:and|but|so|well|yes|yeah|yea|also|oh|ah|hi|hey|hello|there|my|goodness|gosh|god|"
+    r"naw|nah|ooo|ooh|oooh|yup|totally|absolutely|good|haha|hehe|lol|lolz|lmao|wow|omg|aww)\b[\s,!.]*)*"
+    r"(?:(?:(?:in|on|during)\s+)?(?:my|our)\s+(?:spare|free|down)\s+time|at\s+(?:home|work|school|"
+    r"night|the\s+(?:beach|gym|weekend|moment))|on\s+weekends|during\s+the\s+(?:day|week)|"
+    r"in\s+the\s+(?:summer|winter|evenings?|mornings?))?\W*$",
+    _FLAGS,
+)
 _WORDS = re.compile(r"[\w'’-]+")
 _OTHER_OWNERS = word_set("your his her their its")
 # The ASCII characters outside words (_WORDS): splitting at them gives _WORDS's words.
@@ -253,7 +263,7 @@ def _refusal(
         return "quoted (someone's words, not a statement)"
     if form.personal and last and last[-1].isalnum():
         word = last.split()[-1].casefold()
-        if word not in _MAY_PRECEDE:
+        if word not in _MAY_PRECEDE and not _SETTING.match(last):
             return f"inside another phrase (after {word!r})"
     return ""
 

@@ -54,7 +54,7 @@ CLAUSE_STOP = (
     r"tomorrow|yesterday|i|i'm|im|we|you|it's|it|its|those|these|them|this|him|her|"
     r"your|like|better|more|than|then|unlike|alot|such|last|next|ago|here|there|"
     r"myself|mainly|honestly|personally|especially|instead|anyway|though|once|twice|quite|"
-    r"rather|as\s+well|(?:a\s+few|several|many)\s+times|the\s+best|the\s+most|so\s+much|a\s+bit|"
+    r"rather|as\s+well|as\s+(?:\w+\s+)?as|(?:a\s+few|several|many)\s+times|the\s+best|the\s+most|so\s+much|a\s+bit|"
     r"is|are|was|were|am|does|has|had|will|would|could|should|must|can|cannot)\b"
 )
 # A possessive starts a new phrase after a noun ("I love cars my dad ...") but is the object of
@@ -92,6 +92,7 @@ VAGUE_TASTES = word_set(
     "bands band movies movie films film shows books book music songs games sports food foods "
     "animals things stuff genres artists singers authors"
 )
+TASTE_VERB = re.compile(r"^(?:really\s+|also\s+)?(?:like|love|enjoy|adore)\s+(?:to\s+)?", _FLAGS)
 TASTE_KIND = "preference"
 """The kind of attributes that hold tastes."""
 # "I enjoy the challenge", "the thrill of scoring goals", "I love the food": with "the", these
@@ -132,7 +133,11 @@ DANGLING = re.compile(
     r"alongside|beside|behind|near|without|through|across|during|over|under))+$",
     _FLAGS,
 )
-DETERMINER = re.compile(r"^(?:a|an|the|some|any)\s+", _FLAGS)
+# "a full time student": how much of the time says nothing of what
+DETERMINER = re.compile(
+    r"^(?:(?:a|an|the|some|any)\s+(?:(?:full|part)[\s-]time\s+)?|(?:full|part)[\s-]time(?:\s+|$))",
+    _FLAGS,
+)
 # Values that name nothing: pronouns, vague nouns, function words.
 EMPTY_VALUE = word_set(
     "it its it's this that these those them they him her his hers he she you your yours me my "
@@ -159,7 +164,9 @@ GENERIC_PLACES = word_set(
 )
 # These make a place generic only with a generic place or alone ("a small town", "big"), not
 # in a name ("New York", "Little Rock", "Old Saybrook").
-PLACE_ADJECTIVES = word_set("big small nice new old little quiet")
+PLACE_ADJECTIVES = word_set(
+    "big small nice new old little quiet north south east west northern southern eastern western"
+)
 # Words that follow "I'm" or "my name is" without being a name.
 NOT_NAMES = word_set(
     "good fine great well ok okay doing tired happy sad new back here sorry glad excited so "

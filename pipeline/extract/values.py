@@ -43,6 +43,7 @@ from pipeline.extract.value_words import (
     SHORT_PHRASE_STOP,
     STOP,
     TASTE_KIND,
+    TASTE_VERB,
     THEIR_OWN,
     THERE,
     VAGUE_OBJECTS,
@@ -102,8 +103,8 @@ def string_values(
             value = re.split(r"\s+(?:a|an|the)(?:\s+|$)", value, maxsplit=1, flags=_FLAGS)[0]
             if not _is_name(item.strip(" .!,'\"")):
                 value = ""
-        elif activity:
-            value = DANGLING.sub("", value)
+        elif activity:  # "in my spare time I enjoy gardening": the activity is the gardening
+            value = DANGLING.sub("", TASTE_VERB.sub("", value) if slot == "phrase" else value)
         if (
             value
             and _names_something(value, activity=activity, name=slot == "name")

@@ -73,3 +73,35 @@ def test_what_a_question_asks_if_it_told_is_asked_too() -> None:
     assert kept("Did I tell you I work at Dell") == []
     assert kept("Did I tell you I work at Dell?") == []
     assert kept("I work at Dell") == [("employer", "Dell")]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Naw I like snakes.", [("likes", "snakes")]),
+        ("oh my goodness I love Aerosmith!", [("likes", "Aerosmith")]),
+        ("At home I have 2 snakes.", [("pets", "snake")]),
+        ("In my spare time I enjoy gardening.", [("hobbies", "gardening"), ("likes", "gardening")]),
+        ("Hi there I'm a single male.", [("marital_status", "single")]),
+        # a run-on after a full clause whose subject is "that"
+        ("That is awesome I love murder mystery novels.", [("likes", "murder mystery novels")]),
+        # still inside another phrase, or led into
+        ("The zoo I work at is big.", []),
+        ("That is why I love fashion.", []),
+    ],
+)
+def test_an_interjection_or_a_setting_may_open_a_first_person_clause(
+    text: str, expected: list[tuple[str, Any]]
+) -> None:
+    assert kept(text) == expected
+
+
+def test_a_direction_alone_is_no_place_and_a_comparison_ends_a_value() -> None:
+    assert kept("I live in south.") == []
+    assert kept("I live in South Carolina.") == [("home_city", "South Carolina")]
+    assert kept("I like to travel as long as there is nature.") == [("hobbies", "travel")]
+
+
+def test_how_much_of_the_time_is_not_the_value() -> None:
+    assert kept("I'm a full time student.") == [("job_title", "student")]
+    assert kept("I'm a part-time plumber.") == [("job_title", "plumber")]
