@@ -194,6 +194,10 @@ JUDGING = word_set(
 )
 # "an avid fisherman", "an amateur photographer": a pastime, not an occupation.
 PASTIME = word_set("avid amateur keen hobby aspiring wannabe")
+PASTIME_AFTER = re.compile(
+    r"^\s*(?:by\s+hobby|as\s+a\s+hobby|for\s+fun|in\s+my\s+(?:spare|free)\s+time)\b",
+    re.IGNORECASE,
+)
 
 
 # "my fur babies" are pets, not children.

@@ -35,6 +35,7 @@ from pipeline.extract.value_words import (
     NUMBER_WORDS,
     PARTICLES,
     PASTIME,
+    PASTIME_AFTER,
     PHRASE_STOP,
     PLACE_ADJECTIVES,
     PREPOSITION_WORDS,
@@ -70,6 +71,8 @@ def string_values(
         # "a stay at home mom", "nursing school to be a nurse": a listed term is read whole,
         # before any cut at its own words.
         term = _leading_term(span, spec.terms)
+        if term and PASTIME_AFTER.match(span[span.casefold().find(term.casefold()) + len(term) :]):
+            return []  # "I am a singer by hobby", "a photographer for fun": no occupation
         return [term] if term else []
     # "I love working with computers", "going on camping trips": a gerund keeps its
     # prepositions, like a {phrase}.

@@ -66,7 +66,9 @@ def test_a_greeting_names_a_name_not_a_word(text: str, expected: list[tuple[str,
 def test_a_pastime_is_no_occupation() -> None:
     assert kept("I'm an avid fisherman.") == []
     assert kept("I'm an amateur photographer.") == []
+    assert kept("I am a singer by hobby.") == []
     assert kept("I'm a fisherman.") == [("job_title", "fisherman")]
+    assert kept("I am a plumber on the side!") == [("job_title", "plumber")]  # a side job
 
 
 def test_what_a_question_asks_if_it_told_is_asked_too() -> None:
