@@ -6,8 +6,9 @@ last clause questioned (unless that clause is a tag such as "do you?" or "what a
 which then is the only one questioned); any clause that opens like a question (`do you`,
 `what`, `is it`) is questioned wherever it stands, with or without a question mark. A tail
 ("how about you?", "what about you", "and you?") ends the clause before it even without a
-comma, and a run-on turn is split where "I" starts a new clause after a full one. What
-follows "the fact that", "given that", "now that", "remind me that" is taken as stated.
+comma, and a run-on turn is split where "I" starts a new clause after a full one (not inside
+a telling: "did I tell you I work at dell" asks). What follows "the fact that", "given that",
+"now that", "remind me that" is taken as stated.
 """
 
 from __future__ import annotations
