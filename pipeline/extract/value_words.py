@@ -79,7 +79,8 @@ KINDS = word_set("activities activity things stuff places people kinds types sor
 # metal like Slayer": that names the taste; not "walks, especially on the beach": that says
 # where; not "books like that").
 _NOT_NARROWER = (
-    r"\s+(?!(?:on|in|at|to|when|if|with|for|because|since|during|after|before|by|around|near|"
+    r"\s+(?!(?:on|in|at|to|when|whenever|while|where|as|once|so|if|with|for|because|cause|since|"
+    r"during|after|before|until|by|around|near|"
     r"the\s+ones?|that|this|these|those|it|them|you|me|us|him|her|a\s+lot|crazy|mad|hell)\b)"
     r"(?P<rest>\S.*)$"
 )

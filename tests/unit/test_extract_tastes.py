@@ -23,6 +23,8 @@ from tests.unit.test_extract_values import kept
         # "especially" saying where, or "like" pointing back, narrows nothing
         ("I love traveling, especially to the mountains.", [("likes", "traveling")]),
         ("I love books like that.", []),
+        # nor a clause after it
+        ("I love to read, especially while snuggled under the covers.", [("hobbies", "read")]),
     ],
 )
 def test_a_taste_narrowed_after_it_is_the_narrower_one(
