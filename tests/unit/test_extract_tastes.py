@@ -8,7 +8,18 @@ from typing import Any
 
 import pytest
 
-from tests.unit.test_extract_values import kept
+from pipeline.catalog import bundled_catalog
+from pipeline.extract import extract
+from pipeline.settings import Settings
+from tests.unit.extract_helpers import episode
+
+SETTINGS = Settings(_env_file=None)  # type: ignore[call-arg]
+PERSONAL = bundled_catalog("personal")
+
+
+def kept(text: str) -> list[tuple[str, Any]]:
+    result = extract(episode(text), catalog=PERSONAL, settings=SETTINGS, extractor="rules")
+    return sorted((c.attribute, c.value) for c in result.kept)
 
 
 @pytest.mark.parametrize(
