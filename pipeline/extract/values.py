@@ -121,7 +121,8 @@ def string_values(
 def _context_bound(value: str, after: str, *, activity: bool = False, taste: bool = False) -> bool:
     """A value whose sense the conversation holds, not the value: "a house that's filled with
     animals" cut before its relative clause, "the weather there", "books like that", a verb
-    whose object is a pronoun ("learning them")."""
+    whose object is a pronoun ("learning them"); for a `taste`, a side of something named
+    before ("I enjoy the challenge", "the thrill of scoring goals")."""
     if re.match(r"^(?:a|an)\s+\S+$", value, _FLAGS) and RELATIVE.match(after):
         return True
     if LIKE_THAT.match(after):
