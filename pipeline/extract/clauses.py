@@ -6,8 +6,9 @@ last clause questioned (unless that clause is a tag such as "do you?" or "what a
 which then is the only one questioned); any clause that opens like a question (`do you`,
 `what`, `is it`) is questioned wherever it stands, with or without a question mark. A tail
 ("how about you?", "what about you", "and you?") ends the clause before it even without a
-comma, and a run-on turn is split where "I" starts a new clause after a full one. What
-follows "the fact that", "given that", "now that", "remind me that" is taken as stated.
+comma, and a run-on turn is split where "I" starts a new clause after a full one (not inside
+a telling: "did I tell you I work at dell" asks). What follows "the fact that", "given that",
+"now that", "remind me that" is taken as stated.
 """
 
 from __future__ import annotations
@@ -51,15 +52,20 @@ _CLAUSE_BREAK = re.compile(
 # inside a phrase ("the zoo I work at").
 # "I've" is left alone: "the number of mentees I've worked with has grown" is one clause.
 _RUN_ON = re.compile(r"\s+(?=(?:i|i'm|im)\s+\w)", _FLAGS)
-_FULL_CLAUSE = re.compile(r"\b(?:i|we|i'm|im|i've|we're)\s+[\w'’-]+\s+[\w'’-]+", _FLAGS)
+_FULL_CLAUSE = re.compile(
+    r"\b(?:i|we|i'm|im|i've|we're)\s+[\w'’-]+\s+[\w'’-]+"
+    # "that is awesome I love murder mysteries", "thats very good I just moved"
+    r"|^\W*(?:\w+\s+)?(?:that|this|it)\s+(?:is|was)\s+[\w'’-]+|^\W*(?:\w+\s+)?(?:that's|thats|it's)\s+(?:so\s+|very\s+|really\s+)?(?:awesome|great|cool|good|nice|funny|crazy|true|amazing|fine|sad|interesting)",
+    _FLAGS,
+)
 # ... unless what stands before "I" leads into it: a subordinator ("when I work"), a verb of
 # saying or thinking ("I can't say I am a fan"), a vague noun ("things I don't like").
 _LEADS_IN = word_set(
     "when whenever while if because since as so that which who whom what why how where "
     "though although than until till before after whether once unless say said think "
     "thought guess know knew mean feel felt hope believe wish suppose bet admit swear heard "
-    "remember realize realized forget forgot tell told sure glad thing things stuff "
-    "something anything everything nothing one ones all way place places time times"
+    "remember realize realized forget forgot tell told mention mentioned sure glad thing things "
+    "stuff something anything everything nothing one ones all way place places time times"
 )
 # What follows these is taken as given even inside a question: "how can I use the fact that I
 # secured 5 interviews?", "given that my budget is $650, should I ...?".
@@ -126,10 +132,12 @@ def _run_on(clause: str, start: int) -> Iterator[tuple[str, int]]:
     """`clause` split where "I" starts a new clause after a full one."""
     position = 0
     for match in _RUN_ON.finditer(clause):
-        before = clause[position : match.start()].split()
+        before = [word.casefold().strip(",") for word in clause[position : match.start()].split()]
         if (
             before
-            and before[-1].casefold().strip(",") not in _LEADS_IN
+            and before[-1] not in _LEADS_IN
+            # "did I tell you I work at dell": what is told is inside the telling
+            and not (before[-1] in {"you", "u"} and len(before) > 1 and before[-2] in _LEADS_IN)
             and _FULL_CLAUSE.search(clause, position, match.start())
         ):
             yield from _trimmed(clause[position : match.start()], start + position)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pipeline.extract.forms import CompiledForm, anchors, compile_forms
-from pipeline.extract.value_words import word_set
+from pipeline.extract.value_words import TASTE_KIND, word_set
 from pipeline.extract.values import enum_values, number_value, string_values
 from schemas.catalog import AttributeSpec, Catalog, ValueType
 
@@ -54,7 +54,6 @@ PASSING = re.compile(
     r"lately|nowadays|this\s+(?:week|weekend|month|morning|evening|afternoon)|today|tonight)\b",
     _FLAGS,
 )
-PASSING_KIND = "preference"
 NEGATION = re.compile(
     r"\b(?:not|never|no\s+longer|no|nobody|neither|nor|none|cannot|dont|cant|wont|didnt|doesnt|"
     r"isnt|arent|wasnt|havent|hasnt|couldnt|wouldnt|shouldnt|aint)\b|\w['’]?n['’]t\b",
@@ -72,6 +71,16 @@ _MAY_PRECEDE = word_set(
     "cause though then plus too really honestly definitely sure ok okay lol haha hi hey "
     "hello that given anyway besides personally myself usually mostly right and ah aw wow "
     "cool nice great hmm um uh nope"
+)
+# ... and what may stand there whole: an interjection ("oh my goodness", "hi there", "naw"), or
+# a setting that opens the clause ("in my spare time I garden", "at home I have 2 snakes").
+_SETTING = re.compile(
+    r"^\W*(?:(?:and|but|so|well|yes|yeah|yea|also|oh|ah|hi|hey|hello|there|my|goodness|gosh|god|"
+    r"naw|nah|ooo|ooh|oooh|yup|totally|absolutely|good|haha|hehe|lol|lolz|lmao|wow|omg|aww)\b[\s,!.]*)*"
+    r"(?:(?:(?:in|on|during)\s+)?(?:my|our)\s+(?:spare|free|down)\s+time|at\s+(?:home|work|school|"
+    r"night|the\s+(?:beach|gym|weekend|moment))|on\s+weekends|during\s+the\s+(?:day|week)|"
+    r"in\s+the\s+(?:summer|winter|evenings?|mornings?))?\W*$",
+    _FLAGS,
 )
 _WORDS = re.compile(r"[\w'’-]+")
 _OTHER_OWNERS = word_set("your his her their its")
@@ -180,7 +189,7 @@ class FormReader:
             # often" still state the liking.
             outside = prefix + " " + _NEW_PHRASE.split(span, maxsplit=1)[0]
         refused = _refusal(prefix, outside, span, form, self._own_values[form.attribute], clause)
-        if not refused and spec.kind == PASSING_KIND:
+        if not refused and spec.kind == TASTE_KIND:
             passing = PASSING.search(clause)
             if passing:
                 refused = f"a passing taste ({passing.group(0)!r})"
@@ -254,7 +263,7 @@ def _refusal(
         return "quoted (someone's words, not a statement)"
     if form.personal and last and last[-1].isalnum():
         word = last.split()[-1].casefold()
-        if word not in _MAY_PRECEDE:
+        if word not in _MAY_PRECEDE and not _SETTING.match(last):
             return f"inside another phrase (after {word!r})"
     return ""
 

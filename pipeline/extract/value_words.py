@@ -54,7 +54,7 @@ CLAUSE_STOP = (
     r"tomorrow|yesterday|i|i'm|im|we|you|it's|it|its|those|these|them|this|him|her|"
     r"your|like|better|more|than|then|unlike|alot|such|last|next|ago|here|there|"
     r"myself|mainly|honestly|personally|especially|instead|anyway|though|once|twice|quite|"
-    r"rather|as\s+well|(?:a\s+few|several|many)\s+times|the\s+best|the\s+most|so\s+much|a\s+bit|"
+    r"rather|as\s+well|as\s+(?:\w+\s+)?as|(?:a\s+few|several|many)\s+times|the\s+best|the\s+most|so\s+much|a\s+bit|"
     r"is|are|was|were|am|does|has|had|will|would|could|should|must|can|cannot)\b"
 )
 # A possessive starts a new phrase after a noun ("I love cars my dad ...") but is the object of
@@ -74,6 +74,36 @@ THEIR_OWN = re.compile(r"^\s+(?:it|they|he|she|we|you)\b", _FLAGS)
 COMPANION_TAIL = re.compile(r"^\s*(?:and|&)\s+(?:i|me)\s*$", _FLAGS)
 # Nouns that name a kind, not a thing: with a relative clause after them, the clause says which.
 KINDS = word_set("activities activity things stuff places people kinds types sorts ones folks")
+# A taste narrowed right after it names what is liked: "I like sports, mostly basketball", "I
+# love meat, especially steak"; a vague one by its example, "bands like Styx" (not "heavy
+# metal like Slayer": that names the taste; not "walks, especially on the beach": that says
+# where; not "books like that").
+_NOT_NARROWER = (
+    r"\s+(?!(?:on|in|at|to|when|whenever|while|where|as|once|so|if|with|for|because|cause|since|"
+    r"during|after|before|until|by|around|near|"
+    r"the\s+ones?|that|this|these|those|it|them|you|me|us|him|her|a\s+lot|crazy|mad|hell)\b)"
+    r"(?P<rest>\S.*)$"
+)
+NARROWED = re.compile(
+    r"^\s*(?:too|as\s+well|also)?\s*,\s*(?:especially|particularly|mostly|mainly)" + _NOT_NARROWER,
+    _FLAGS,
+)
+EXAMPLE = re.compile(r"^\s*(?:,?\s+such\s+as|\s+like)" + _NOT_NARROWER, _FLAGS)
+VAGUE_TASTES = word_set(
+    "bands band movies movie films film shows books book music songs games sports food foods "
+    "animals things stuff genres artists singers authors"
+)
+TASTE_VERB = re.compile(r"^(?:really\s+|also\s+)?(?:like|love|enjoy|adore)\s+(?:to\s+)?", _FLAGS)
+TASTE_KIND = "preference"
+"""The kind of attributes that hold tastes."""
+# "I enjoy the challenge", "the thrill of scoring goals", "I love the food": with "the", these
+# name a side of something the conversation showed (the job, the game, the place), not a taste.
+ASPECTS = word_set(
+    "challenge challenges experience thrill rush rest game isolation food music people view "
+    "views scenery atmosphere vibe vibes idea pay hours story plot characters freedom "
+    "environment process feeling energy excitement adrenaline pace company perks benefits "
+    "flexibility attention part aspect parts aspects"
+)
 DEMONSTRATIVE_END = re.compile(r"\b(?:this|that|these|those)\s*$", _FLAGS)
 # "the smell and taste it adds", "the energy, diversity and food of this city": the value's
 # owner is a thing the conversation showed.
@@ -104,7 +134,11 @@ DANGLING = re.compile(
     r"alongside|beside|behind|near|without|through|across|during|over|under))+$",
     _FLAGS,
 )
-DETERMINER = re.compile(r"^(?:a|an|the|some|any)\s+", _FLAGS)
+# "a full time student": how much of the time says nothing of what
+DETERMINER = re.compile(
+    r"^(?:(?:a|an|the|some|any)\s+(?:(?:full|part)[\s-]time\s+)?|(?:full|part)[\s-]time(?:\s+|$))",
+    _FLAGS,
+)
 # Values that name nothing: pronouns, vague nouns, function words.
 EMPTY_VALUE = word_set(
     "it its it's this that these those them they him her his hers he she you your yours me my "
@@ -131,7 +165,9 @@ GENERIC_PLACES = word_set(
 )
 # These make a place generic only with a generic place or alone ("a small town", "big"), not
 # in a name ("New York", "Little Rock", "Old Saybrook").
-PLACE_ADJECTIVES = word_set("big small nice new old little quiet")
+PLACE_ADJECTIVES = word_set(
+    "big small nice new old little quiet north south east west northern southern eastern western"
+)
 # Words that follow "I'm" or "my name is" without being a name.
 NOT_NAMES = word_set(
     "good fine great well ok okay doing tired happy sad new back here sorry glad excited so "
@@ -139,7 +175,7 @@ NOT_NAMES = word_set(
     "feeling sure also still actually too about kind sort getting having being all alright "
     "awesome cool wonderful amazing lucky blessed sick hungry ready done interested curious "
     "afraid scared nervous worried late early alone single married retired hoping planning "
-    "working living currently originally"
+    "working living currently originally far one worker"
 )
 # A whole first word: "Amsterdam", "Anna" and "Thessaloniki" are names.
 NAME_FIRST_BAD = re.compile(
@@ -156,6 +192,12 @@ NUMBER = re.compile(
 JUDGING = word_set(
     "good great bad terrible awful decent excellent amazing awesome big huge better best worse "
     "worst pretty fine poor lousy natural born"
+)
+# "an avid fisherman", "an amateur photographer": a pastime, not an occupation.
+PASTIME = word_set("avid amateur keen hobby aspiring wannabe")
+PASTIME_AFTER = re.compile(
+    r"^\s*(?:by\s+hobby|as\s+a\s+hobby|for\s+fun|in\s+my\s+(?:spare|free)\s+time)\b",
+    re.IGNORECASE,
 )
 
 

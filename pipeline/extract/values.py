@@ -10,6 +10,7 @@ import re
 from pipeline.extract.clause_values import MAX_VALUE_WORDS, clause_problem
 from pipeline.extract.value_words import (
     ANAPHORIC_END,
+    ASPECTS,
     BREEDS,
     COMPANION_TAIL,
     COUNT,
@@ -17,6 +18,7 @@ from pipeline.extract.value_words import (
     DEMONSTRATIVE_END,
     DETERMINER,
     EMPTY_VALUE,
+    EXAMPLE,
     FIGURATIVE,
     GENERIC_PLACES,
     ITS_OWN,
@@ -26,11 +28,14 @@ from pipeline.extract.value_words import (
     LIKE_THAT,
     LIST_JOINT,
     NAME_FIRST_BAD,
+    NARROWED,
     NOT_NAMES,
     NOT_THE_COUNT,
     NUMBER,
     NUMBER_WORDS,
     PARTICLES,
+    PASTIME,
+    PASTIME_AFTER,
     PHRASE_STOP,
     PLACE_ADJECTIVES,
     PREPOSITION_WORDS,
@@ -38,9 +43,12 @@ from pipeline.extract.value_words import (
     RELATIVE,
     SHORT_PHRASE_STOP,
     STOP,
+    TASTE_KIND,
+    TASTE_VERB,
     THEIR_OWN,
     THERE,
     VAGUE_OBJECTS,
+    VAGUE_TASTES,
 )
 from schemas.catalog import AttributeSpec
 
@@ -63,17 +71,28 @@ def string_values(
         # "a stay at home mom", "nursing school to be a nurse": a listed term is read whole,
         # before any cut at its own words.
         term = _leading_term(span, spec.terms)
+        if term and PASTIME_AFTER.match(span[span.casefold().find(term.casefold()) + len(term) :]):
+            return []  # "I am a singer by hobby", "a photographer for fun": no occupation
         return [term] if term else []
     # "I love working with computers", "going on camping trips": a gerund keeps its
     # prepositions, like a {phrase}.
     gerund = not leading and bool(re.match(r"^\w{2,}ing\s+(?!(?:and|but|or)\b)", span))
     activity = slot == "phrase" or gerund
     text = _cut(span, leading=leading, phrase=activity)
+    taste = spec.kind == TASTE_KIND
+    if taste and not leading and not activity:
+        narrowed = NARROWED.match(span[len(text) :])
+        if narrowed is None and DETERMINER.sub("", text).casefold() in VAGUE_TASTES:
+            narrowed = EXAMPLE.match(span[len(text) :])
+        if narrowed:  # "I like sports, mostly basketball": the taste is the narrower one
+            span = narrowed["rest"]
+            text = _cut(span, leading=False)
     if inner and len(COMPANION_TAIL.sub("", span[len(text) :]).split()) > 1:
         return []
     if activity and len(text.split()) > MAX_VALUE_WORDS:  # "go hiking with my dogs for walks"
         text = _cut(span, leading=leading, phrase=activity, short=True)
-    if not leading and not listed and _context_bound(text, span[len(text) :], activity=activity):
+    after = span[len(text) :]
+    if not leading and not listed and _context_bound(text, after, activity=activity, taste=taste):
         return []
     if leading and DEMONSTRATIVE_END.search(span[: len(span) - len(text)]):
         return []  # "this trilogy is one of my faves", "that event was": shown, not named
@@ -87,8 +106,8 @@ def string_values(
             value = re.split(r"\s+(?:a|an|the)(?:\s+|$)", value, maxsplit=1, flags=_FLAGS)[0]
             if not _is_name(item.strip(" .!,'\"")):
                 value = ""
-        elif activity:
-            value = DANGLING.sub("", value)
+        elif activity:  # "in my spare time I enjoy gardening": the activity is the gardening
+            value = DANGLING.sub("", TASTE_VERB.sub("", value) if slot == "phrase" else value)
         if (
             value
             and _names_something(value, activity=activity, name=slot == "name")
@@ -99,14 +118,18 @@ def string_values(
     return values
 
 
-def _context_bound(value: str, after: str, *, activity: bool = False) -> bool:
+def _context_bound(value: str, after: str, *, activity: bool = False, taste: bool = False) -> bool:
     """A value whose sense the conversation holds, not the value: "a house that's filled with
     animals" cut before its relative clause, "the weather there", "books like that", a verb
-    whose object is a pronoun ("learning them")."""
+    whose object is a pronoun ("learning them"); for a `taste`, a side of something named
+    before ("I enjoy the challenge", "the thrill of scoring goals")."""
     if re.match(r"^(?:a|an)\s+\S+$", value, _FLAGS) and RELATIVE.match(after):
         return True
     if LIKE_THAT.match(after):
         return True
+    aspect = re.match(r"^the\s+([\w-]+)(?:\s+of\b.*)?$", value, _FLAGS) if taste else None
+    if aspect and aspect[1].casefold() in ASPECTS:
+        return True  # "the challenge", "the thrill of scoring goals": a side of what was said
     if not activity and RELATIVE.match(after) and value.casefold().split()[-1] in KINDS:
         return True  # "personal activities where I can focus", "people who ...": which ones?
     if re.match(r"^the\s", value, _FLAGS) and (THEIR_OWN.match(after) or ITS_OWN.search(after)):
@@ -239,7 +262,7 @@ def _leading_term(span: str, terms: list[str]) -> str:
         before = match["before"].split()
         if (
             not STOP.search(" " + match["before"])
-            and not (JUDGING | FIGURATIVE) & set(before)
+            and not (JUDGING | FIGURATIVE | PASTIME) & set(before)
             and not any(word.endswith(("'s", "’s")) for word in before)  # "my sister's husband"
         ):
             best = match.end()

@@ -1,0 +1,122 @@
+"""The classes of wrong readings issue 29's MSC dev split showed, on the personal catalogue: a
+taste narrowed right after it, a side of something said before ("the challenge"), a greeting
+that names no one, a pastime told as an occupation, a question's told clause."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pipeline.catalog import bundled_catalog
+from pipeline.extract import extract
+from pipeline.settings import Settings
+from tests.unit.extract_helpers import episode
+
+SETTINGS = Settings(_env_file=None)  # type: ignore[call-arg]
+PERSONAL = bundled_catalog("personal")
+
+
+def kept(text: str) -> list[tuple[str, Any]]:
+    result = extract(episode(text), catalog=PERSONAL, settings=SETTINGS, extractor="rules")
+    return sorted((c.attribute, c.value) for c in result.kept)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I like sports, mostly basketball.", [("likes", "basketball")]),
+        ("I love meat, especially steak.", [("likes", "steak")]),
+        ("I like seafood too, especially sushi.", [("likes", "sushi")]),
+        ("I love bands like Styx.", [("likes", "Styx")]),
+        # a taste named in full keeps its name; an example is not it
+        ("I love heavy metal like Slayer.", [("likes", "heavy metal")]),
+        # "especially" saying where, or "like" pointing back, narrows nothing
+        ("I love traveling, especially to the mountains.", [("likes", "traveling")]),
+        ("I love books like that.", []),
+        # nor a clause after it
+        ("I love to read, especially while snuggled under the covers.", [("hobbies", "read")]),
+    ],
+)
+def test_a_taste_narrowed_after_it_is_the_narrower_one(
+    text: str, expected: list[tuple[str, Any]]
+) -> None:
+    assert kept(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I enjoy the challenge.",
+        "I really like the game.",
+        "I love the thrill of winning races.",
+        "I love the food.",
+    ],
+)
+def test_the_side_of_something_said_before_is_no_taste(text: str) -> None:
+    assert kept(text) == []
+
+
+def test_the_same_words_without_the_article_or_outside_a_taste_still_read() -> None:
+    assert kept("I love food.") == [("likes", "food")]
+    assert kept("I love the beach.") == [("likes", "beach")]
+    assert kept("I work in the food business.") == [("work_field", "food business")]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Hi, I'm far too tired.", []),
+        ("Hi, I'm factory worker.", []),
+        ("Hi im rob one of my friends is here.", []),
+        ("Hi, I'm Nancy.", [("preferred_name", "Nancy")]),
+    ],
+)
+def test_a_greeting_names_a_name_not_a_word(text: str, expected: list[tuple[str, Any]]) -> None:
+    assert kept(text) == expected
+
+
+def test_a_pastime_is_no_occupation() -> None:
+    assert kept("I'm an avid fisherman.") == []
+    assert kept("I'm an amateur photographer.") == []
+    assert kept("I am a singer by hobby.") == []
+    assert kept("I'm a fisherman.") == [("job_title", "fisherman")]
+    assert kept("I am a plumber on the side!") == [("job_title", "plumber")]  # a side job
+
+
+def test_what_a_question_asks_if_it_told_is_asked_too() -> None:
+    assert kept("Did I tell you I work at Dell") == []
+    assert kept("Did I tell you I work at Dell?") == []
+    assert kept("I work at Dell") == [("employer", "Dell")]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Naw I like snakes.", [("likes", "snakes")]),
+        ("oh my goodness I love Aerosmith!", [("likes", "Aerosmith")]),
+        ("At home I have 2 snakes.", [("pets", "snake")]),
+        ("In my spare time I enjoy gardening.", [("hobbies", "gardening"), ("likes", "gardening")]),
+        ("Hi there I'm a single male.", [("marital_status", "single")]),
+        # a run-on after a full clause whose subject is "that"
+        ("That is awesome I love murder mystery novels.", [("likes", "murder mystery novels")]),
+        # still inside another phrase, or led into
+        ("The zoo I work at is big.", []),
+        ("That is why I love fashion.", []),
+    ],
+)
+def test_an_interjection_or_a_setting_may_open_a_first_person_clause(
+    text: str, expected: list[tuple[str, Any]]
+) -> None:
+    assert kept(text) == expected
+
+
+def test_a_direction_alone_is_no_place_and_a_comparison_ends_a_value() -> None:
+    assert kept("I live in south.") == []
+    assert kept("I live in South Carolina.") == [("home_city", "South Carolina")]
+    assert kept("I like to travel as long as there is nature.") == [("hobbies", "travel")]
+
+
+def test_how_much_of_the_time_is_not_the_value() -> None:
+    assert kept("I'm a full time student.") == [("job_title", "student")]
+    assert kept("I'm a part-time plumber.") == [("job_title", "plumber")]
