@@ -99,11 +99,12 @@ def _tool_call(doors: Doors, role: str, name: str, arguments: dict[str, Any]) ->
 def test_mcp_decisions_racing_a_forget_or_purge_leave_nothing_readable(
     server: Server, keys: Keys
 ) -> None:
-    """Each round: a REST forget or purge and four MCP confirms and two rejects at once."""
+    """Each round: a REST purge (every fourth a forget) and four MCP confirms and two
+    rejects at once."""
     role_keys = RoleKeys(keys("writer"), keys("reviewer"), keys("admin"))
     with Doors(server, role_keys) as doors, ThreadPoolExecutor(max_workers=7) as pool:
-        for index in range(12):
-            purge = index % 2 == 1
+        for index in range(16):
+            purge = index % 4 != 3  # mostly purges: a confirm racing a purge was an error
             state: Round = set_up(doors, f"mcp-race-{index}")
             chosen = ["purge" if purge else "forget"] + ["confirm"] * 4 + ["reject"] * 2
             start = threading.Barrier(len(chosen))
