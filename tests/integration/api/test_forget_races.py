@@ -71,6 +71,37 @@ def test_eight_parallel_dismisses_have_one_winner(raced: tuple[Server, Keys]) ->
             assert check(doors, state) == []
 
 
+def test_a_dismiss_and_promote_mix_logs_one_terminal_event(raced: tuple[Server, Keys]) -> None:
+    """Today a promote could be logged after a dismiss of the same quarantined fact."""
+    with Doors(*raced) as doors, ThreadPoolExecutor(max_workers=8) as pool:
+        for attempt in range(5):
+            state = set_up(doors, f"dismiss-promote-{attempt}")
+            race(doors, state, ["dismiss", "promote"] * 4, pool)
+            log = doors("admin").get("/v1/log", params={"subject": state.subject}).json()
+            moved = [
+                e["kind"]
+                for e in log
+                if e["kind"] in ("promote", "dismiss") and state.quarantined_id in e["fact_ids"]
+            ]
+            won = [name for name, code in state.answers if code == 200]
+            assert len(won) == 1, state.answers
+            assert moved == won, (moved, state.answers)  # one event, the winner's
+            assert {code for _, code in state.answers} - {200} <= {404, 409}, state.answers
+            assert check(doors, state) == []
+
+
+def test_a_confirm_racing_a_purge_is_never_a_5xx(raced: tuple[Server, Keys]) -> None:
+    """A purge fired at once with confirms and promotes of the subject's candidate and
+    quarantined fact: whoever wins, no answer is a 5xx and nothing is readable after."""
+    with Doors(*raced) as doors, ThreadPoolExecutor(max_workers=5) as pool:
+        for attempt in range(12):
+            state = set_up(doors, f"purge-confirm-{attempt}")
+            race(doors, state, ["purge", "confirm", "confirm", "promote", "promote"], pool)
+            assert [code for _, code in state.answers if code >= 500] == [], state.answers
+            assert dict(state.answers)["purge"] == 200, state.answers
+            assert check(doors, state) == [], state.answers
+
+
 def test_a_confirm_after_a_forget_or_purge_is_not_found(raced: tuple[Server, Keys]) -> None:
     """The candidate read before the forget is not written after it (404, never a 500)."""
     with Doors(*raced) as doors:
