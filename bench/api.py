@@ -4,6 +4,11 @@ operations through the Python API in the same run: the HTTP overhead.
     .venv/bin/python bench/api.py [--clients 1 8 32] [--seconds 5] [--server-workers 1]
                                   [--rate R] [--operations ...] [--url URL] [--json FILE]
 
+GET facts is also measured against two references in the same run, and the ratios printed at
+the end: the same reads in-process (mode `python`) and a bare Starlette endpoint on the same
+uvicorn serving the bytes of a real answer (mode `starlette`, bench/bare_starlette.py, started
+on --reference-port). Targets: HTTP ≥ 0.6× in-process, ≥ 0.5× the bare endpoint.
+
 The MCP endpoint (`/mcp`, streamable HTTP) is measured beside REST for GET facts and POST
 remember: each request is the JSON-RPC `tools/call` of `get_facts` or `remember` that an MCP
 client sends to the stateless endpoint (one POST, JSON answer), on the same kind of
@@ -34,6 +39,7 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -67,7 +73,10 @@ ATTRIBUTES = {
 }
 OPERATIONS = ["GET facts", "GET context", "POST remember", "POST episodes"]
 MCP_VERSIONS = {"mcp": "2026-07-28", "mcp-2025": "2025-06-18"}
-MODES = ["http", *MCP_VERSIONS, "python"]
+MODES = ["http", *MCP_VERSIONS, "python", "starlette"]
+# The targets of the ratios (issue #30): GET facts over one server process against the same
+# reads in-process, and against a bare Starlette endpoint serving the same bytes.
+RATIO_TARGETS = {"python": 0.6, "starlette": 0.5}
 Call = Callable[[int, random.Random], tuple[bool, int]]  # (ok, items) for one request
 
 
@@ -302,6 +311,35 @@ def start_server(url: str, port: int, workers: int, redis_url: str) -> subproces
     return ready(server, port, timeout_s=60)
 
 
+def start_reference(port: int, answer: bytes) -> subprocess.Popen[bytes]:
+    """bench/bare_starlette.py on `port`, answering GET facts with `answer`'s bytes."""
+    path = Path(tempfile.mkstemp(prefix="sgam-bench-answer-", suffix=".json")[1])
+    path.write_bytes(answer)
+    script = str(Path(__file__).with_name("bare_starlette.py"))
+    command = [sys.executable, script, "--port", str(port), "--answer", str(path)]
+    return ready(subprocess.Popen(command, cwd=ROOT), port, timeout_s=60)
+
+
+def ratios(runs: list[dict[str, Any]]) -> list[str]:
+    """GET facts over HTTP against each reference of the same run, per client count."""
+    lines = []
+    rates = {(r["mode"], r["clients"]): r for r in runs if r["operation"] == "GET facts"}
+    for (mode, clients), run in sorted(rates.items()):
+        if mode != "http":
+            continue
+        for reference, target in RATIO_TARGETS.items():
+            other = rates.get((reference, clients))
+            if other is None or not other["requests_per_s"]:
+                continue
+            ratio = run["requests_per_s"] / other["requests_per_s"]
+            verdict = "met" if ratio >= target else "NOT met"
+            lines.append(
+                f"GET facts, {clients} clients: http {run['requests_per_s']:g}/s ÷ {reference} "
+                f"{other['requests_per_s']:g}/s = {ratio:.2f} (target ≥ {target}: {verdict})"
+            )
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", default=DEFAULT_URL)
@@ -309,6 +347,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--server-workers", type=int, default=1)
     parser.add_argument("--port", type=int, default=18480)
+    parser.add_argument(
+        "--reference-port", type=int, default=18482, help="the bare Starlette reference's port"
+    )
     parser.add_argument(
         "--redis", default=REDIS, help="Redis for the rate limit and the broker (flushed)"
     )
@@ -342,19 +383,29 @@ def main() -> None:
         "runs": [],
     }
     server = start_server(args.url, args.port, args.server_workers, args.redis)
+    reference = None
     try:
+        if "starlette" in args.modes:
+            probe = HttpClient(args.port, secret)
+            probe.send("GET", f"/v1/subjects/{SUBJECTS[0]}/facts")  # every subject's is alike
+            reference = start_reference(args.reference_port, probe.answer)
+            probe.close()
         for clients in args.clients:
             python = python_calls(store)
             for name in args.operations:
                 for mode in args.modes:
                     if mode in MCP_VERSIONS and name not in ("GET facts", "POST remember"):
                         continue  # the tools measured beside REST
+                    if mode == "starlette" and name != "GET facts":
+                        continue  # the reference serves GET facts' bytes only
                     # New connections for each run: an idle one would have been closed by
                     # the server's keep-alive timeout while the other mode ran.
                     http_clients = [
                         McpClient(args.port, secret, MCP_VERSIONS[mode])
                         if mode in MCP_VERSIONS
-                        else HttpClient(args.port, secret)
+                        else HttpClient(
+                            args.reference_port if mode == "starlette" else args.port, secret
+                        )
                         for _ in range(clients)
                     ]
                     for client in http_clients if mode != "python" else []:
@@ -382,9 +433,13 @@ def main() -> None:
                     report["runs"].append(figures)
                     print(json.dumps(figures), flush=True)
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        for process in (server, reference):
+            if process is not None:
+                process.terminate()
+                process.wait(timeout=30)
         store.dispose()
+    report["ratios"] = ratios(report["runs"])
+    print("\n".join(report["ratios"]), file=sys.stderr)
     report["load_after"] = os.getloadavg()
     print(f"{machine_load()} after", file=sys.stderr)
     if args.json is not None:
