@@ -308,7 +308,7 @@ def start_server(url: str, port: int, workers: int, redis_url: str) -> subproces
     command = [str(Path(sys.executable).with_name("sgam")), "serve", "--port", str(port)]
     command += ["--workers", str(workers), "--log-level", "warning"]
     server = subprocess.Popen(command, env=env, cwd=ROOT)
-    return ready(server, port, timeout_s=60)
+    return ready(server, port, timeout_s=180)  # a loaded machine starts it slowly
 
 
 def start_reference(port: int, answer: bytes) -> subprocess.Popen[bytes]:
@@ -317,7 +317,7 @@ def start_reference(port: int, answer: bytes) -> subprocess.Popen[bytes]:
     path.write_bytes(answer)
     script = str(Path(__file__).with_name("bare_starlette.py"))
     command = [sys.executable, script, "--port", str(port), "--answer", str(path)]
-    return ready(subprocess.Popen(command, cwd=ROOT), port, timeout_s=60)
+    return ready(subprocess.Popen(command, cwd=ROOT), port, timeout_s=180)
 
 
 def ratios(runs: list[dict[str, Any]]) -> list[str]:

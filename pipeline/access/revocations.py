@@ -12,9 +12,6 @@ SGAM_REDIS_URL there is no marker, and the server trusts no key from memory.
 
 from __future__ import annotations
 
-import redis
-from redis.exceptions import RedisError
-
 from pipeline.errors import StoreUnavailable
 from pipeline.settings import Settings
 
@@ -28,6 +25,9 @@ def recheck_marker(key_id: str) -> str:
 def announce(settings: Settings, key_id: str) -> None:
     if settings.redis_url is None:
         return
+    import redis  # here: every importer of the key functions would pay for it at start
+    from redis.exceptions import RedisError
+
     client = redis.Redis.from_url(settings.redis_url, socket_timeout=2, socket_connect_timeout=2)
     try:
         client.set(recheck_marker(key_id), 1, ex=MARKER_SECONDS)
