@@ -39,9 +39,6 @@ import os
 import random
 import subprocess
 import sys
-import tempfile
-import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -50,8 +47,9 @@ from typing import Any
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 import redis  # noqa: E402
+from api_load import load  # noqa: E402
+from bare_starlette import ratios, start_reference  # noqa: E402
 from environment import describe, machine_load, ready, use_support_catalog  # noqa: E402
-from figures import percentile  # noqa: E402
 
 import pipeline  # noqa: E402
 from bench.pipeline_flow import fresh_database  # noqa: E402
@@ -74,9 +72,6 @@ ATTRIBUTES = {
 OPERATIONS = ["GET facts", "GET context", "POST remember", "POST episodes"]
 MCP_VERSIONS = {"mcp": "2026-07-28", "mcp-2025": "2025-06-18"}
 MODES = ["http", *MCP_VERSIONS, "python", "starlette"]
-# The targets of the ratios (issue #30): GET facts over one server process against the same
-# reads in-process, and against a bare Starlette endpoint serving the same bytes.
-RATIO_TARGETS = {"python": 0.6, "starlette": 0.5}
 Call = Callable[[int, random.Random], tuple[bool, int]]  # (ok, items) for one request
 
 
@@ -242,60 +237,6 @@ def python_calls(store: Store) -> dict[str, Call]:
     }
 
 
-def load(calls: list[Call], seconds: float, rate: float = 0) -> dict[str, Any]:
-    """Each call in a thread of its own for `seconds`: closed loop (the next request as soon
-    as the last is answered), or with `rate`, each client offering that many requests a
-    second; a late request's latency then counts from when it was due, so a stall is not
-    hidden by the requests it held back."""
-    samples: list[list[float]] = [[] for _ in calls]
-    errors = [0] * len(calls)
-    items = [0] * len(calls)
-    start = threading.Barrier(len(calls) + 1)
-    stop_at = [0.0]
-
-    def run(index: int) -> None:
-        rng = random.Random(index)
-        start.wait()
-        due = time.perf_counter() + (rng.random() / rate if rate else 0)
-        while time.perf_counter() < stop_at[0]:
-            if rate:
-                # Late (the last answer came after this one was due): count from when it
-                # was due. Early: wait, and count from when it is sent, not the sleep's slack.
-                wait = due - time.perf_counter()
-                if wait > 0:
-                    time.sleep(wait)
-                began = time.perf_counter() if wait > 0 else due
-                due += 1 / rate
-            else:
-                began = time.perf_counter()
-            try:
-                ok, count = calls[index](index, rng)
-            except Exception:  # a refused connection, a timeout: counted, never hidden
-                ok, count = False, 0
-            samples[index].append((time.perf_counter() - began) * 1000)
-            errors[index] += not ok
-            items[index] += count
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
-    for thread in threads:
-        thread.start()
-    stop_at[0] = time.perf_counter() + seconds
-    began = time.perf_counter()
-    start.wait()
-    for thread in threads:
-        thread.join()
-    elapsed = time.perf_counter() - began
-    latencies = [sample for per_client in samples for sample in per_client]
-    return {
-        "requests": len(latencies),
-        "requests_per_s": round(len(latencies) / elapsed, 1),
-        "items_per_s": round(sum(items) / elapsed, 1),
-        "p50_ms": round(percentile(latencies, 0.50), 2),
-        "p99_ms": round(percentile(latencies, 0.99), 2),
-        "errors": sum(errors),
-    }
-
-
 def start_server(url: str, port: int, workers: int, redis_url: str) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
@@ -309,35 +250,6 @@ def start_server(url: str, port: int, workers: int, redis_url: str) -> subproces
     command += ["--workers", str(workers), "--log-level", "warning"]
     server = subprocess.Popen(command, env=env, cwd=ROOT)
     return ready(server, port, timeout_s=180)  # a loaded machine starts it slowly
-
-
-def start_reference(port: int, answer: bytes) -> subprocess.Popen[bytes]:
-    """bench/bare_starlette.py on `port`, answering GET facts with `answer`'s bytes."""
-    path = Path(tempfile.mkstemp(prefix="sgam-bench-answer-", suffix=".json")[1])
-    path.write_bytes(answer)
-    script = str(Path(__file__).with_name("bare_starlette.py"))
-    command = [sys.executable, script, "--port", str(port), "--answer", str(path)]
-    return ready(subprocess.Popen(command, cwd=ROOT), port, timeout_s=180)
-
-
-def ratios(runs: list[dict[str, Any]]) -> list[str]:
-    """GET facts over HTTP against each reference of the same run, per client count."""
-    lines = []
-    rates = {(r["mode"], r["clients"]): r for r in runs if r["operation"] == "GET facts"}
-    for (mode, clients), run in sorted(rates.items()):
-        if mode != "http":
-            continue
-        for reference, target in RATIO_TARGETS.items():
-            other = rates.get((reference, clients))
-            if other is None or not other["requests_per_s"]:
-                continue
-            ratio = run["requests_per_s"] / other["requests_per_s"]
-            verdict = "met" if ratio >= target else "NOT met"
-            lines.append(
-                f"GET facts, {clients} clients: http {run['requests_per_s']:g}/s ÷ {reference} "
-                f"{other['requests_per_s']:g}/s = {ratio:.2f} (target ≥ {target}: {verdict})"
-            )
-    return lines
 
 
 def main() -> None:
