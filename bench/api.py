@@ -4,6 +4,11 @@ operations through the Python API in the same run: the HTTP overhead.
     .venv/bin/python bench/api.py [--clients 1 8 32] [--seconds 5] [--server-workers 1]
                                   [--rate R] [--operations ...] [--url URL] [--json FILE]
 
+GET facts is also measured against two references in the same run, and the ratios printed at
+the end: the same reads in-process (mode `python`) and a bare Starlette endpoint on the same
+uvicorn serving the bytes of a real answer (mode `starlette`, bench/bare_starlette.py, started
+on --reference-port). Targets: HTTP ≥ 0.6× in-process, ≥ 0.5× the bare endpoint.
+
 The MCP endpoint (`/mcp`, streamable HTTP) is measured beside REST for GET facts and POST
 remember: each request is the JSON-RPC `tools/call` of `get_facts` or `remember` that an MCP
 client sends to the stateless endpoint (one POST, JSON answer), on the same kind of
@@ -34,8 +39,6 @@ import os
 import random
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -44,8 +47,9 @@ from typing import Any
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 import redis  # noqa: E402
+from api_load import load  # noqa: E402
+from bare_starlette import ratios, start_reference  # noqa: E402
 from environment import describe, machine_load, ready, use_support_catalog  # noqa: E402
-from figures import percentile  # noqa: E402
 
 import pipeline  # noqa: E402
 from bench.pipeline_flow import fresh_database  # noqa: E402
@@ -67,7 +71,7 @@ ATTRIBUTES = {
 }
 OPERATIONS = ["GET facts", "GET context", "POST remember", "POST episodes"]
 MCP_VERSIONS = {"mcp": "2026-07-28", "mcp-2025": "2025-06-18"}
-MODES = ["http", *MCP_VERSIONS, "python"]
+MODES = ["http", *MCP_VERSIONS, "python", "starlette"]
 Call = Callable[[int, random.Random], tuple[bool, int]]  # (ok, items) for one request
 
 
@@ -233,60 +237,6 @@ def python_calls(store: Store) -> dict[str, Call]:
     }
 
 
-def load(calls: list[Call], seconds: float, rate: float = 0) -> dict[str, Any]:
-    """Each call in a thread of its own for `seconds`: closed loop (the next request as soon
-    as the last is answered), or with `rate`, each client offering that many requests a
-    second; a late request's latency then counts from when it was due, so a stall is not
-    hidden by the requests it held back."""
-    samples: list[list[float]] = [[] for _ in calls]
-    errors = [0] * len(calls)
-    items = [0] * len(calls)
-    start = threading.Barrier(len(calls) + 1)
-    stop_at = [0.0]
-
-    def run(index: int) -> None:
-        rng = random.Random(index)
-        start.wait()
-        due = time.perf_counter() + (rng.random() / rate if rate else 0)
-        while time.perf_counter() < stop_at[0]:
-            if rate:
-                # Late (the last answer came after this one was due): count from when it
-                # was due. Early: wait, and count from when it is sent, not the sleep's slack.
-                wait = due - time.perf_counter()
-                if wait > 0:
-                    time.sleep(wait)
-                began = time.perf_counter() if wait > 0 else due
-                due += 1 / rate
-            else:
-                began = time.perf_counter()
-            try:
-                ok, count = calls[index](index, rng)
-            except Exception:  # a refused connection, a timeout: counted, never hidden
-                ok, count = False, 0
-            samples[index].append((time.perf_counter() - began) * 1000)
-            errors[index] += not ok
-            items[index] += count
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
-    for thread in threads:
-        thread.start()
-    stop_at[0] = time.perf_counter() + seconds
-    began = time.perf_counter()
-    start.wait()
-    for thread in threads:
-        thread.join()
-    elapsed = time.perf_counter() - began
-    latencies = [sample for per_client in samples for sample in per_client]
-    return {
-        "requests": len(latencies),
-        "requests_per_s": round(len(latencies) / elapsed, 1),
-        "items_per_s": round(sum(items) / elapsed, 1),
-        "p50_ms": round(percentile(latencies, 0.50), 2),
-        "p99_ms": round(percentile(latencies, 0.99), 2),
-        "errors": sum(errors),
-    }
-
-
 def start_server(url: str, port: int, workers: int, redis_url: str) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
@@ -299,7 +249,7 @@ def start_server(url: str, port: int, workers: int, redis_url: str) -> subproces
     command = [str(Path(sys.executable).with_name("sgam")), "serve", "--port", str(port)]
     command += ["--workers", str(workers), "--log-level", "warning"]
     server = subprocess.Popen(command, env=env, cwd=ROOT)
-    return ready(server, port, timeout_s=60)
+    return ready(server, port, timeout_s=180)  # a loaded machine starts it slowly
 
 
 def main() -> None:
@@ -309,6 +259,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--server-workers", type=int, default=1)
     parser.add_argument("--port", type=int, default=18480)
+    parser.add_argument(
+        "--reference-port", type=int, default=18482, help="the bare Starlette reference's port"
+    )
     parser.add_argument(
         "--redis", default=REDIS, help="Redis for the rate limit and the broker (flushed)"
     )
@@ -342,19 +295,29 @@ def main() -> None:
         "runs": [],
     }
     server = start_server(args.url, args.port, args.server_workers, args.redis)
+    reference = None
     try:
+        if "starlette" in args.modes:
+            probe = HttpClient(args.port, secret)
+            probe.send("GET", f"/v1/subjects/{SUBJECTS[0]}/facts")  # every subject's is alike
+            reference = start_reference(args.reference_port, probe.answer)
+            probe.close()
         for clients in args.clients:
             python = python_calls(store)
             for name in args.operations:
                 for mode in args.modes:
                     if mode in MCP_VERSIONS and name not in ("GET facts", "POST remember"):
                         continue  # the tools measured beside REST
+                    if mode == "starlette" and name != "GET facts":
+                        continue  # the reference serves GET facts' bytes only
                     # New connections for each run: an idle one would have been closed by
                     # the server's keep-alive timeout while the other mode ran.
                     http_clients = [
                         McpClient(args.port, secret, MCP_VERSIONS[mode])
                         if mode in MCP_VERSIONS
-                        else HttpClient(args.port, secret)
+                        else HttpClient(
+                            args.reference_port if mode == "starlette" else args.port, secret
+                        )
                         for _ in range(clients)
                     ]
                     for client in http_clients if mode != "python" else []:
@@ -382,9 +345,13 @@ def main() -> None:
                     report["runs"].append(figures)
                     print(json.dumps(figures), flush=True)
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        for process in (server, reference):
+            if process is not None:
+                process.terminate()
+                process.wait(timeout=30)
         store.dispose()
+    report["ratios"] = ratios(report["runs"])
+    print("\n".join(report["ratios"]), file=sys.stderr)
     report["load_after"] = os.getloadavg()
     print(f"{machine_load()} after", file=sys.stderr)
     if args.json is not None:

@@ -132,8 +132,9 @@ class Settings(BaseSettings):
         default=1.0,
         ge=0,
         le=60,
-        description="how long a process trusts a key it checked; a revocation takes this long "
-        "to reach the other server processes (0: check every request)",
+        description="how long a process trusts a key it checked (0: check every request); a "
+        "revocation still refuses the key's next request where SGAM_REDIS_URL is set, and "
+        "takes this long to reach `sgam mcp` over stdio",
     )
     api_rate_burst: int = Field(
         default=100, ge=1, le=1_000_000, description="requests a key may send at once"

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import bindparam, select
 
+from pipeline.access.revocations import announce
 from pipeline.db.models import ROLES, ApiKeyRow
 from pipeline.db.store import Store
 from pipeline.errors import InvalidInput, NotFound
@@ -121,6 +122,7 @@ def revoke_key(store: Store, key_id: str, *, tenant_id: str | None = None) -> Ap
             raise NotFound(f"no API key {named}{where}")
         if row.revoked_at is None:
             row.revoked_at = store.clock()
+            announce(store.settings, row.key_id)  # before the commit: no process trusts it after
         return ApiKey.model_validate(row)
 
 

@@ -47,7 +47,9 @@ class KeyCache:
     """Keys this process checked lately, by the hash of what was presented: a chat backend
     sends the same key on every request, and a database round trip for each would cost more
     than the read it guards. Only accepted keys are kept, for `seconds`; a key's expiry still
-    counts, and a revocation through this process drops it at once."""
+    counts, and a revocation anywhere reaches it on the key's next request: the rate limit's
+    round trip reports the revocation's marker (`pipeline.access.revocations`), and the key
+    is looked up again. So the server keeps keys only when its buckets are in Redis."""
 
     def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.seconds, self.clock = seconds, clock
@@ -90,15 +92,18 @@ class Authenticate:
             await self.app(scope, receive, send)
             return
         try:
-            key = await self._key(scope)
-            await self.limiter.take(key.key_id)
+            key, remembered = await self._key(scope)
+            if await self.limiter.take(key.key_id) and remembered:  # revoked since: look again
+                self.cache.drop(key.key_id)
+                key, _ = await self._key(scope)
         except (ApiError, SgamError) as error:
             await problem_response(error, scope["path"])(scope, receive, send)
             return
         scope.setdefault("state", {})["key"] = key
         await self.app(scope, receive, send)
 
-    async def _key(self, scope: Scope) -> ApiKey:
+    async def _key(self, scope: Scope) -> tuple[ApiKey, bool]:
+        """The key presented, and whether it came from the cache rather than the database."""
         given = [value for name, value in scope["headers"] if name == b"authorization"]
         if len(given) != 1:
             raise Unauthorized("send one header: Authorization: Bearer <API key>")
@@ -108,11 +113,11 @@ class Authenticate:
         presented = token.strip()
         cached = self.cache.get(presented, self.store.clock())
         if cached is not None:
-            return cached
+            return cached, True
         address = scope["client"][0] if scope.get("client") else "unknown"
         found = await checked_key(self.store, self.limiter, presented, address)
         self.cache.put(presented, found)
-        return found
+        return found, False
 
 
 async def checked_key(store: Store, limiter: RateLimiter, presented: str, address: str) -> ApiKey:

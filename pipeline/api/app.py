@@ -71,7 +71,9 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     store = store or open_store(settings)
     limiter = RateLimiter(settings)
     metrics = Metrics(store)
-    cache = KeyCache(settings.api_key_cache_s)
+    # Keys are trusted from memory only where a revocation's marker reaches every request
+    # (the token bucket's Redis round trip): without it, each request looks its key up.
+    cache = KeyCache(settings.api_key_cache_s if limiter.shared else 0)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

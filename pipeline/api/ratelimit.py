@@ -19,14 +19,19 @@ import math
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from pipeline.access.revocations import recheck_marker
 from pipeline.api.local_buckets import LocalBuckets
 from pipeline.api.problems import RateLimited
 from pipeline.errors import StoreUnavailable
 from pipeline.settings import Settings
 
-# KEYS[1]: the bucket; ARGV: rate per second, burst, tokens to take (0: only look).
-# Returns {allowed, seconds to wait}.
+# KEYS[1]: the bucket, KEYS[2] (optional): a key's revocation marker; ARGV: rate per second,
+# burst, tokens to take (0: only look). Returns {allowed, seconds to wait, marker set}.
 _TAKE = """
+local recheck = 0
+if #KEYS > 1 and redis.call('EXISTS', KEYS[2]) == 1 then
+  recheck = 1
+end
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
@@ -42,7 +47,7 @@ if tokens >= 1 then
 end
 redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
 redis.call('PEXPIRE', KEYS[1], math.ceil(burst / rate * 1000) + 1000)
-return {allowed, tostring(wait)}
+return {allowed, tostring(wait), recheck}
 """
 
 
@@ -73,9 +78,11 @@ class RateLimiter:
         """Whether the buckets are in Redis (shared by every process) rather than here."""
         return self.redis is not None
 
-    async def take(self, key_id: str) -> None:
-        """Spend one of the key's tokens, or raise RateLimited with the wait in seconds."""
-        await self._spend(f"sgam:rate:{key_id}", 1, "this key")
+    async def take(self, key_id: str) -> bool:
+        """Spend one of the key's tokens, or raise RateLimited with the wait in seconds.
+        True when the key was revoked lately (`pipeline.access.revocations`), in the same
+        round trip: a copy of it kept in memory must be looked up again."""
+        return await self._spend(f"sgam:rate:{key_id}", 1, "this key", recheck_marker(key_id))
 
     async def check_address(self, address: str) -> None:
         """RateLimited when `address` has used up its budget of refused keys: an unknown or
@@ -115,14 +122,18 @@ class RateLimiter:
                 f"the rate limiter's Redis is unavailable ({type(error).__name__})"
             ) from error
 
-    async def _spend(self, bucket: str, cost: int, whose: str) -> None:
+    async def _spend(self, bucket: str, cost: int, whose: str, marker: str | None = None) -> bool:
+        recheck = 0
         if self.local is not None:
             allowed, wait = self.local.spend(bucket, cost)
         elif self.redis is None:
-            return
+            return False
         else:
+            keys = [bucket] if marker is None else [bucket, marker]
             try:
-                allowed, wait = await self._take(keys=[bucket], args=[self.rate, self.burst, cost])
+                allowed, wait, recheck = await self._take(
+                    keys=keys, args=[self.rate, self.burst, cost]
+                )
             except RedisError as error:
                 raise StoreUnavailable(
                     f"the rate limiter's Redis is unavailable ({type(error).__name__})"
@@ -134,6 +145,7 @@ class RateLimiter:
                 f"retry in {seconds} s",
                 retry_after=seconds,
             )
+        return bool(int(recheck))
 
     async def ping(self) -> bool:
         if self.redis is None:

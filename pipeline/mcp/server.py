@@ -8,8 +8,8 @@ refusal is a tool error (`isError`) whose structured content is the problem REST
 
 Where the key comes from is the transport's business (`KeyOf`): over streamable HTTP the
 service's authentication middleware has checked the bearer key of each request; over stdio
-the key of `SGAM_API_KEY` is checked again before each call (through the same cache as the
-HTTP service, so a revocation takes effect within SGAM_API_KEY_CACHE_S).
+the key of `SGAM_API_KEY` is checked again before each call (through a cache of its own, so
+a revocation takes effect within SGAM_API_KEY_CACHE_S; the HTTP service refuses it at once).
 """
 
 from __future__ import annotations

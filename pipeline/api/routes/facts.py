@@ -36,6 +36,7 @@ from pipeline.api.conventions import (
     identifier,
     mark_replayed,
 )
+from pipeline.api.json_answers import facts_answer
 from pipeline.api.routes.owned import require_owned
 from pipeline.ledger.results import PutResult
 from pipeline.read.context import Context
@@ -113,7 +114,6 @@ def put_fact(
 )
 def get_facts(
     subject: Subject,
-    response: Response,
     key: Reader,
     store: Opened,
     named: Scope,
@@ -121,17 +121,18 @@ def get_facts(
     at: TimeQuery = None,
     known_at: TimeQuery = None,
     include_quarantined: Flag = False,
-) -> list[Fact]:
+) -> Response:
     """With a single-valued `attribute` (and no `known_at`), the ETag names the key's state
     (`"0"`: nothing held), to send in If-Match. `include_quarantined` needs the reviewer
     role."""
     spec = store.catalog.attributes.get(attribute) if attribute is not None else None
     single = spec is not None and spec.cardinality is Cardinality.ONE
+    headers: dict[str, str] = {}
     if attribute is not None and single and known_at is None:
         # The tag before the facts: a write in between makes the tag stale (a later PUT is
         # 412), whereas a tag read after the facts could vouch for a write the caller never saw.
-        response.headers["ETag"] = etag(operations.read_tag(store, key, subject, attribute, named))
-    return operations.facts(
+        headers["ETag"] = etag(operations.read_tag(store, key, subject, attribute, named))
+    found = operations.facts(
         store,
         key,
         subject,
@@ -141,6 +142,7 @@ def get_facts(
         known_at=known_at,
         include_quarantined=include_quarantined,
     )
+    return facts_answer(found, headers)  # serialised once, in this thread
 
 
 @router.get(

@@ -44,7 +44,8 @@ def server(api_database: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
 
 @pytest.fixture(scope="module")
 def store(api_database: str) -> Iterator[Store]:
-    """The server's database, for making keys and checking what was (not) written."""
-    opened = open_store(Settings(database_url=api_database))
+    """The server's database and Redis, for making keys (revoking one announces it in the
+    server's Redis) and checking what was (not) written."""
+    opened = open_store(Settings(database_url=api_database, redis_url=REDIS_URL))
     yield opened
     opened.dispose()

@@ -1,0 +1,67 @@
+"""bench/api.py's load generator: each call in a thread of its own, closed loop or at a rate."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from figures import percentile
+
+Call = Callable[[int, random.Random], tuple[bool, int]]  # (ok, items) for one request
+
+
+def load(calls: list[Call], seconds: float, rate: float = 0) -> dict[str, Any]:
+    """Each call in a thread of its own for `seconds`: closed loop (the next request as soon
+    as the last is answered), or with `rate`, each client offering that many requests a
+    second; a late request's latency then counts from when it was due, so a stall is not
+    hidden by the requests it held back."""
+    samples: list[list[float]] = [[] for _ in calls]
+    errors = [0] * len(calls)
+    items = [0] * len(calls)
+    start = threading.Barrier(len(calls) + 1)
+    stop_at = [0.0]
+
+    def run(index: int) -> None:
+        rng = random.Random(index)
+        start.wait()
+        due = time.perf_counter() + (rng.random() / rate if rate else 0)
+        while time.perf_counter() < stop_at[0]:
+            if rate:
+                # Late (the last answer came after this one was due): count from when it
+                # was due. Early: wait, and count from when it is sent, not the sleep's slack.
+                wait = due - time.perf_counter()
+                if wait > 0:
+                    time.sleep(wait)
+                began = time.perf_counter() if wait > 0 else due
+                due += 1 / rate
+            else:
+                began = time.perf_counter()
+            try:
+                ok, count = calls[index](index, rng)
+            except Exception:  # a refused connection, a timeout: counted, never hidden
+                ok, count = False, 0
+            samples[index].append((time.perf_counter() - began) * 1000)
+            errors[index] += not ok
+            items[index] += count
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
+    for thread in threads:
+        thread.start()
+    stop_at[0] = time.perf_counter() + seconds
+    began = time.perf_counter()
+    start.wait()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - began
+    latencies = [sample for per_client in samples for sample in per_client]
+    return {
+        "requests": len(latencies),
+        "requests_per_s": round(len(latencies) / elapsed, 1),
+        "items_per_s": round(sum(items) / elapsed, 1),
+        "p50_ms": round(percentile(latencies, 0.50), 2),
+        "p99_ms": round(percentile(latencies, 0.99), 2),
+        "errors": sum(errors),
+    }
