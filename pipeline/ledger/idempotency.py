@@ -224,8 +224,7 @@ class KeyedBatch:
         if earlier is not None:
             return earlier
         answer = apply()
-        stored = step.kept_as(answer)
-        if stored is not None and step.key is not None:
+        if step.key is not None and (stored := step.kept_as(answer)) is not None:
             self.store(self.hold(step, stored))
         return answer
 
