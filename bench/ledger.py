@@ -132,9 +132,12 @@ def main(argv: Sequence[str] | None = None) -> None:
             if args.import_lines > 0:
                 report_import(args.url, args.import_lines)
     report_cpu(reads or {}, writes or {})
-    print("\nClient round trips per operation (libpq trace, after warm-up)")
+    print("\nClient round trips and statements per operation (libpq trace, after warm-up)")
     trips = count_round_trips(args.url)
-    print_table(["operation", "round trips"], [[name, f"{n:.1f}"] for name, n in trips.items()])
+    print_table(
+        ["operation", "round trips", "statements"],
+        [[name, f"{n:.1f}", f"{k:.1f}"] for name, (n, k) in trips.items()],
+    )
     if not args.keep:
         drop(args.url)
     print(f"\ntotal runtime {time.perf_counter() - started:.0f} s")

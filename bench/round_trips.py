@@ -1,5 +1,9 @@
-"""Client round trips per operation: put and the plain INSERT (new key, supersede), get and the
-raw SELECT, counted from a libpq trace of separate, untimed connections."""
+"""Client round trips and statements per operation: put and the plain INSERT (new key,
+supersede, with an idempotency key), a put_many chunk of 1,000 new keys and executemany of the
+same rows, get and the raw SELECT, counted from a libpq trace of separate, untimed connections.
+
+A round trip is a request the client waits on (a simple Query, or an extended-protocol Sync);
+a statement is one the server runs (a simple Query, or an Execute)."""
 
 from __future__ import annotations
 
@@ -10,19 +14,22 @@ from datetime import timedelta
 from pathlib import Path
 
 import psycopg
-from plain_sql import RAW_CURRENT, WRITE_ATTRIBUTE, PlainWrite, raw_select
+from plain_sql import EPISODE, RAW_CURRENT, WRITE_ATTRIBUTE, PlainWrite, raw_select
 from psycopg import pq
 from scratch_databases import libpq_url
 from sqlalchemy import event
-from write_runs import WRITE_BASE, PutWrite
+from write_runs import WRITE_BASE, PutManyWrite, PutWrite, Write
 
-from pipeline import Settings, Store, get
+from pipeline import Settings, Store, get, put
+
+CHUNK = 1000  # facts per put_many / executemany call counted
 
 
 class RoundTrips:
     """Counts client requests (simple Query and extended-protocol Sync messages) with PQtrace."""
 
     _REQUEST = re.compile(r"^F\t\d+\t(Query|Sync)\b", re.MULTILINE)
+    _STATEMENT = re.compile(r"^F\t\d+\t(Query|Execute)\b", re.MULTILINE)
 
     def __init__(self) -> None:
         self.file = tempfile.NamedTemporaryFile("w+", suffix=".pqtrace")  # noqa: SIM115
@@ -34,23 +41,33 @@ class RoundTrips:
     def attach_store(self, store: Store) -> None:
         event.listen(store.engine, "connect", lambda dbapi, _record: self.attach(dbapi.pgconn))
 
-    def count(self) -> int:
-        """Requests traced so far."""
+    def count(self) -> tuple[int, int]:
+        """Requests and statements traced so far."""
         self.file.flush()
-        return len(self._REQUEST.findall(Path(self.file.name).read_text(errors="replace")))
+        text = Path(self.file.name).read_text(errors="replace")
+        return len(self._REQUEST.findall(text)), len(self._STATEMENT.findall(text))
 
-    def per_call(self, call: Callable[[int], object], times: int = 20) -> float:
-        """Mean requests per call of `call`, after as many untimed calls to warm up."""
+    def per_call(self, call: Callable[[int], object], times: int = 20) -> tuple[float, float]:
+        """Mean requests and statements per call of `call`, after as many untimed calls to
+        warm up."""
         for i in range(times):  # warm: connect, prepare statements
             call(i)
-        before = self.count()
+        requests, statements = self.count()
         for i in range(times, 2 * times):
             call(i)
-        return (self.count() - before) / times
+        after = self.count()
+        return (after[0] - requests) / times, (after[1] - statements) / times
 
 
-def count_round_trips(url: str) -> dict[str, float]:
-    """Client requests per operation, from a libpq trace of a separate, untimed connection."""
+def _chunk(write: Write, tenant: str, i: int) -> None:
+    for j in range(CHUNK):
+        write(tenant, f"c{i}-{j}", "x", WRITE_BASE)
+    write.flush()
+
+
+def count_round_trips(url: str) -> dict[str, tuple[float, float]]:
+    """Client requests and statements per operation, from a libpq trace of a separate,
+    untimed connection."""
     store = Store(Settings(database_url=url))
     trips = RoundTrips()
     trips.attach_store(store)
@@ -58,7 +75,7 @@ def count_round_trips(url: str) -> dict[str, float]:
     trips_plain = RoundTrips()
     trips_plain.attach(conn.pgconn)
     put_write, plain_write = PutWrite(store), PlainWrite(conn, store.catalog, batched=False)
-    figures: dict[str, float] = {}
+    figures: dict[str, tuple[float, float]] = {}
     for mode, write, counter in (("put", put_write, trips), ("plain", plain_write, trips_plain)):
         figures[f"{mode} new key"] = counter.per_call(
             lambda i, w=write, m=mode: w(f"bench-trips-{m}", f"s{i}", "x", WRITE_BASE)
@@ -68,6 +85,27 @@ def count_round_trips(url: str) -> dict[str, float]:
                 f"bench-trips-{m}", "one", f"v{i}", WRITE_BASE + timedelta(days=i + 1)
             )
         )
+    figures["put new key, idempotency key"] = trips.per_call(
+        lambda i: put(
+            store,
+            {
+                "tenant_id": "bench-trips-keyed",
+                "subject": f"s{i}",
+                "attribute": WRITE_ATTRIBUTE,
+                "value": "x",
+                "valid_from": WRITE_BASE.isoformat(),
+                "source_episode_id": EPISODE,
+                "idempotency_key": f"key-{i}",
+            },
+        )
+    )
+    many, plain_many = PutManyWrite(store), PlainWrite(conn, store.catalog, batched=True)
+    figures[f"put_many {CHUNK:,} new keys"] = trips.per_call(
+        lambda i: _chunk(many, "bench-trips-many", i), times=3
+    )
+    figures[f"executemany {CHUNK:,} new keys"] = trips_plain.per_call(
+        lambda i: _chunk(plain_many, "bench-trips-plain-many", i), times=3
+    )
     query = {"tenant_id": "bench-trips-put", "subject": "one", "attribute": WRITE_ATTRIBUTE}
     figures["get"] = trips.per_call(lambda _i: get(store, query))
     raw = psycopg.connect(libpq_url(url), autocommit=True)

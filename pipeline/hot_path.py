@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from pipeline.db.models import IdempotencyRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.episodes.stage import (
@@ -44,7 +43,7 @@ from pipeline.extract.backends import RULES
 from pipeline.extract.choose import model
 from pipeline.extract.llm import LlmClient
 from pipeline.extract.result import ExtractionResult
-from pipeline.ledger.idempotency import KeyedStep, answer_kept, kept_answer
+from pipeline.ledger.idempotency import KeyedStep, StoredKey, answer_kept, kept_answer
 from pipeline.observe import conventions as names
 from pipeline.observe import tracing
 from pipeline.policy.apply import Decision
@@ -170,7 +169,7 @@ def _reserve(unit: Unit, keyed: Keyed, row: dict[str, Any]) -> bool:
     return True
 
 
-def _replayed(unit: Unit, seen: IdempotencyRow) -> Remembered:
+def _replayed(unit: Unit, seen: StoredKey) -> Remembered:
     """The first answer again, the ledger's refusals included (the exit code's), less what
     was forgotten since."""
     first, conflicts = kept_answer(unit, seen)

@@ -17,11 +17,11 @@ from functools import partial
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import select
 
 from pipeline.catalog.names import nothing_matched
 from pipeline.db.inserts import check_columns
-from pipeline.db.models import EPISODES, EpisodeRow, IdempotencyRow
+from pipeline.db.models import EPISODES, EpisodeRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.episodes.dispatch import EpisodeKey
@@ -29,16 +29,7 @@ from pipeline.episodes.drive import drive
 from pipeline.episodes.records import new_row, text_hash
 from pipeline.errors import IdempotencyConflict, InvalidLines
 from pipeline.extract.llm import LlmClient
-from pipeline.ledger.idempotency import (
-    Fingerprint,
-    check_repeat,
-    key_row,
-    refuse_while_reserved,
-    reservation,
-    reserved,
-    stored_keys,
-    used_keys,
-)
+from pipeline.ledger.idempotency import KeyedBatch, KeyedStep
 from pipeline.observe import conventions as names
 from pipeline.observe import tracing
 from pipeline.policy.decide import Lane
@@ -151,30 +142,23 @@ Stored = list[tuple[Receipt, EpisodeKey | None]]
 def _store_chunk(unit: Unit, *, chunk: list[tuple[int, EpisodeIn]]) -> Stored:
     now = unit.clock()
     lease_s = unit.settings.episode_lease_s
-    keys = [(e.tenant_id, e.idempotency_key) for _, e in chunk if e.idempotency_key is not None]
-    used = used_keys(unit, keys)
+    keyed = KeyedBatch.locked(unit, [episode for _, episode in chunk])
     fresh: list[tuple[int, EpisodeIn, dict[str, Any]]] = []
     stored: Stored = []
     repeats: dict[int, Receipt] = {}
+    held: dict[int, dict[str, Any]] = {}
     for line, episode in chunk:
-        idempotency = episode.idempotency_key
-        seen = used.get((episode.tenant_id, idempotency)) if idempotency is not None else None
-        if idempotency is not None and seen is not None:
-            check_repeat(vars(seen), _fingerprint(episode), idempotency)
-            if reserved(seen.result):  # the first intake is at work: as HTTP's 409 says
-                refuse_while_reserved(seen.result, now, idempotency, retry_s=_RETRY_S)
-            stored_id = seen.result["episode_id"]
-            repeats[line] = Receipt(line=line, episode_id=stored_id, status=ReceiptStatus.DUPLICATE)
+        step = _step(episode, line)
+        repeat = keyed.replayed(step)
+        if repeat is not None:
+            repeats[line] = repeat
             continue
         row = new_row(episode, lane=Lane.BACKGROUND, received_at=now, input_seq=line)
         fresh.append((line, episode, row))
-        if idempotency is not None:  # a second line with this key repeats this one
+        if step.key is not None:  # a second line with this key repeats this one
             # Reserved until its receipt is kept (_keep_first_receipts), as long as the
             # episode's lease: a repeated request meanwhile is told to come back for it.
-            first = {"episode_id": row["episode_id"]} | reservation(unit, lease_s)
-            used[(episode.tenant_id, idempotency)] = IdempotencyRow(
-                **key_row(unit, episode, _fingerprint(episode), first)
-            )
+            held[line] = keyed.reserve(step, lease_s, episode_id=row["episode_id"])
     rows = [row for _, _, row in fresh]
     inserted: set[tuple[str, str]] = set()
     if rows:
@@ -193,8 +177,8 @@ def _store_chunk(unit: Unit, *, chunk: list[tuple[int, EpisodeIn]]) -> Stored:
             inserted.discard(key)  # a second line with the same id is a duplicate of this one
             receipt = Receipt(line=line, episode_id=key[1], status=ReceiptStatus.QUEUED)
             received[line] = (receipt, key)
-            if episode.idempotency_key is not None:
-                unit.session.add(used[(episode.tenant_id, episode.idempotency_key)])
+            if line in held:
+                keyed.store(held[line])
         else:
             stored_id = _stored_id(unit, episode, row)
             duplicate = Receipt(line=line, episode_id=stored_id, status=ReceiptStatus.DUPLICATE)
@@ -227,27 +211,17 @@ def _keep_first_receipts(
     all when none of its episodes has a key."""
     keyed = {line: episode for line, episode in chunk if episode.idempotency_key is not None}
     kept = [
-        {
-            "tenant": episode.tenant_id,
-            "idempotency": episode.idempotency_key,
-            "first": {"episode_id": receipt.episode_id}
+        (
+            episode,
+            {"episode_id": receipt.episode_id}
             | ({"receipt": receipt.model_dump(mode="json")} if answered else {}),
-        }
+        )
         for receipt in receipts
         if (episode := keyed.get(receipt.line)) is not None
         and receipt.status is not ReceiptStatus.DUPLICATE
     ]
-    if not kept:
-        return
-    statement = (
-        update(IdempotencyRow)
-        .where(
-            IdempotencyRow.tenant_id == bindparam("tenant"),
-            IdempotencyRow.key == bindparam("idempotency"),
-        )
-        .values(result=bindparam("first", type_=IdempotencyRow.__table__.c.result.type))
-    )
-    store.run(lambda unit: unit.session.connection().execute(statement, kept))
+    if kept:
+        store.run(lambda unit: KeyedBatch.keep_all(unit, kept))
 
 
 def first_receipts(store: Store, tenant_id: str, keys: Sequence[str]) -> list[Receipt] | None:
@@ -256,30 +230,38 @@ def first_receipts(store: Store, tenant_id: str, keys: Sequence[str]) -> list[Re
     intake that died). IdempotencyInProgress while that intake is still at work."""
 
     def read(unit: Unit) -> list[Receipt] | None:
-        found = stored_keys(unit.session, [(tenant_id, key) for key in keys])
-        kept = [found.get((tenant_id, key)) for key in keys]
-        for key, row in zip(keys, kept, strict=True):
-            if row is not None and reserved(row.result):
-                refuse_while_reserved(row.result, unit.clock(), key, retry_s=_RETRY_S)
-        if any(row is None or "receipt" not in (row.result or {}) for row in kept):
+        kept = KeyedBatch.kept(unit, tenant_id, keys, retry_s=_RETRY_S)
+        if any(first is None or "receipt" not in first for first in kept):
             return None
-        return [Receipt.model_validate(row.result["receipt"]) for row in kept if row is not None]
+        return [Receipt.model_validate(first["receipt"]) for first in kept if first is not None]
 
     return store.run(read)
 
 
-def _fingerprint(episode: EpisodeIn) -> Fingerprint:
+def _step(episode: EpisodeIn, line: int) -> KeyedStep[Receipt]:
+    """An episode's key: a repeat is a duplicate of the episode its first intake stored, also
+    once that intake's reservation ran out (the episode stays stored)."""
+
+    def replay(_unit: Unit, seen: Any) -> Receipt:
+        stored_id = seen.result["episode_id"]
+        return Receipt(line=line, episode_id=stored_id, status=ReceiptStatus.DUPLICATE)
+
     # A retry may name the id the first request's episode was stored under: the same episode.
-    return Fingerprint.of(episode, kind="episode", ignored={"episode_id"})
+    return KeyedStep.of(
+        episode,
+        replay,
+        lambda _receipt: None,
+        kind="episode",
+        ignored={"episode_id"},
+        retry_s=_RETRY_S,
+        replay_expired=True,
+    )
 
 
 def _check_repeats(unit: Unit, episodes: list[EpisodeIn]) -> None:
     """IdempotencyConflict for a key used before for another request (another episode, or
     another endpoint's), or an episode id taken by another episode."""
-    keyed = {(e.tenant_id, e.idempotency_key): e for e in episodes if e.idempotency_key}
-    used = stored_keys(unit.session, keyed)
-    for (_, key), seen in used.items():
-        check_repeat(vars(seen), _fingerprint(keyed[(seen.tenant_id, key)]), key)
+    used = KeyedBatch.check(unit.session, [_step(episode, 0) for episode in episodes])
     # A key not used before does not make a taken episode id this episode's.
     named = [
         e

@@ -17,19 +17,12 @@ from itertools import islice
 from typing import Any
 
 from pipeline.db import inserts
-from pipeline.db.models import IdempotencyRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
 from pipeline.errors import ConflictError, IdempotencyConflict, InvalidInput, NotFound
 from pipeline.ledger.batch_reads import Locks, lock_and_read
-from pipeline.ledger.idempotency import (
-    Fingerprint,
-    check_repeat,
-    key_row,
-    replayed_put,
-)
+from pipeline.ledger.idempotency import FactOutcome, KeyedBatch, put_step
 from pipeline.ledger.pending import PendingWrites
-from pipeline.ledger.refusals import stored_outcome
 from pipeline.ledger.results import PutResult, settled
 from pipeline.ledger.slots import SlotKey, subject_lock_name
 from pipeline.ledger.write import judge_and_store, resolve
@@ -105,10 +98,10 @@ class _Batch:
 
     def __init__(self, unit: Unit, commands: list[PutFact]) -> None:
         self.unit = unit
-        keyed = sorted({(c.tenant_id, c.idempotency_key) for c in commands if c.idempotency_key})
+        keyed = KeyedBatch.keys(commands)
         keys = {SlotKey.of(command) for command in commands}
         subjects = [subject_lock_name(*s) for s in sorted({(k.tenant_id, k.subject) for k in keys})]
-        idempotency = [("idempotency", tenant, key) for tenant, key in keyed]
+        idempotency = KeyedBatch.lock_names(keyed)
         if len(keys) <= _KEY_LOCKS_UP_TO:
             locks = Locks(idempotency, sorted(key.lock_name() for key in keys), subjects)
         else:
@@ -116,36 +109,19 @@ class _Batch:
             # max_locks_per_transaction x max_connections): a large batch holds its subjects
             # whole instead of a lock per key and one per subject.
             locks = Locks(idempotency, subjects, ())
-        # Keys used before, and by commands of this batch as it goes: column values by key.
-        self.used, self.slots = lock_and_read(unit, locks, keyed, keys)
+        used, self.slots = lock_and_read(unit, locks, keyed, keys)
+        self.keyed = KeyedBatch(unit, used)
         self.pending = PendingWrites(unit.session)
 
     def write(self, command: PutFact) -> PutOutcome:
-        key = command.idempotency_key
-        if key is None:
-            return self._apply(command)
-        fingerprint = Fingerprint.of(command)
-        seen = self.used.get((command.tenant_id, key))
-        if seen is not None:
-            try:
-                check_repeat(seen, fingerprint, key)
-            except IdempotencyConflict as problem:
-                return problem
-            return replayed_put(self.unit.session, command.tenant_id, seen["result"])
-        outcome = self._apply(command)
-        stored = stored_outcome(outcome) if isinstance(outcome, PutResult | ConflictError) else None
-        if stored is not None:
-            row = key_row(self.unit, command, fingerprint, stored)
-            inserts.insert_rows(self.unit.session, IdempotencyRow, [row])
-            self.used[(command.tenant_id, key)] = row
-        return outcome
-
-    def _apply(self, command: PutFact) -> PutOutcome:
         try:
-            # The clock is read under the lock, so recorded_at follows the order of writes.
-            claim = resolve(self.unit, command, claim_id=str(uuid.uuid4()), now=self.unit.clock())
-        except InvalidInput as problem:
+            return self.keyed.run(put_step(command), lambda: self._apply(command))
+        except (InvalidInput, IdempotencyConflict, NotFound) as problem:
             return problem
+
+    def _apply(self, command: PutFact) -> FactOutcome:
+        # The clock is read under the lock, so recorded_at follows the order of writes.
+        claim = resolve(self.unit, command, claim_id=str(uuid.uuid4()), now=self.unit.clock())
         return judge_and_store(self.unit, self.pending, self.slots, claim, command)
 
 

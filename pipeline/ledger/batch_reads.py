@@ -35,7 +35,7 @@ from pipeline.ledger.slots import (
     load_slots,
 )
 
-Used = dict[tuple[str, str], dict[str, Any]]
+Used = dict[tuple[str, str], Any]  # stored idempotency keys, each a namespace of its columns
 
 
 @dataclass(frozen=True)
@@ -56,15 +56,11 @@ def lock_and_read(
     if locks.idempotency:
         unit.lock(*locks.idempotency)
     unit.lock(*locks.exclusive, shared=locks.shared)
-    used = {(row.tenant_id, row.key): _used(row) for row in _KEYS_USED.rows(unit.session, keyed)}
+    used = {(row.tenant_id, row.key): row for row in _KEYS_USED.rows(unit.session, keyed)}
     return used, load_slots(unit.session, keys)
 
 
 _KEYS_USED = KeyedQuery.of(IdempotencyRow, ("tenant_id", "key"))
-
-
-def _used(row: Any) -> dict[str, Any]:
-    return {"command_hash": row.command_hash, "shape_hash": row.shape_hash, "result": row.result}
 
 
 def _pipelined(
@@ -110,7 +106,7 @@ def _pipelined(
         ) from None
     claims, facts = results[-2:]
     stored_keys = results[-3] if keyed else []
-    used = {(r["tenant_id"], r["key"]): _used(SimpleNamespace(**r)) for r in stored_keys}
+    used = {(r.tenant_id, r.key): r for r in _loaded(IdempotencyRow, dialect, stored_keys)}
     states: dict[SlotKey, SlotState] = {}
     for row in _loaded(ClaimRow, dialect, claims):
         states.setdefault(SlotKey.of(row), SlotState({}, {})).claims[row.claim_id] = row

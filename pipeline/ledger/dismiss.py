@@ -39,7 +39,7 @@ def dismiss_fact(unit: Unit, command: DismissFact | Mapping[str, Any]) -> PutRes
     def apply() -> PutResult | ConflictError:
         return _dismiss(unit, command, now=unit.clock())
 
-    return idempotency.once(unit, command, apply, dismissal=True)
+    return idempotency.put_step(command, dismissal=True).answer(unit, apply)
 
 
 def _dismiss(unit: Unit, command: DismissFact, *, now: datetime) -> PutResult | ConflictError:

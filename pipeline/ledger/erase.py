@@ -28,7 +28,7 @@ from pipeline.db.models import (
     SupportRow,
 )
 from pipeline.ledger.events import content_hash
-from pipeline.ledger.idempotency import PURGED
+from pipeline.ledger.stored_keys import PURGED
 from schemas.lifecycle import EventKind
 
 SHREDDED = "~"  # marks a replaced hash; a sha256 hex digest never contains it

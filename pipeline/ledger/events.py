@@ -21,7 +21,19 @@ from schemas.lifecycle import EventKind
 
 
 def content_hash(payload: Any) -> str:
-    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+    return _hash(canonical_json(payload))
+
+
+def _hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def digest_text(kind: EventKind, fact_ids: list[str], command_text: str) -> str:
+    """`canonical_json` of an event's digest ({"decision", "fact_ids", "command"}), spelled out
+    around the command's canonical text, which is made once for the hash and the row: the
+    keys in sorted order, as `canonical_json` sorts them."""
+    decision, ids = canonical_json(str(kind)), canonical_json(fact_ids)
+    return f'{{"command":{command_text},"decision":{decision},"fact_ids":{ids}}}'
 
 
 def record(
@@ -42,7 +54,7 @@ def record(
     if payload is not None and not isinstance(payload, model or ()):
         raise TypeError(f"{kind} events carry {model}, not {type(payload)}")
     command = payload.model_dump(mode="json") if payload is not None else None
-    digest = {"decision": str(kind), "fact_ids": fact_ids or [], "command": command}
+    command_text = canonical_json(command)
     event = {
         "kind": str(kind),
         "tenant_id": tenant_id,
@@ -51,8 +63,8 @@ def record(
         "occurred_at": occurred_at,
         "idempotency_key": idempotency_key,
         "fact_ids": fact_ids or [],
-        "command": command,
-        "content_hash": content_hash(digest),
+        "command": inserts.JsonText(command, command_text) if command is not None else None,
+        "content_hash": _hash(digest_text(kind, fact_ids or [], command_text)),
         "reason": reason,
         "episode_id": unit.provenance.get("episode_id"),
         "prompt_version": unit.provenance.get("prompt_version"),

@@ -21,6 +21,7 @@ from pipeline.db.unit import Unit
 from pipeline.errors import ConflictError
 from pipeline.ledger import events, idempotency
 from pipeline.ledger.erase import erase
+from pipeline.ledger.refusals import stored_outcome
 from pipeline.ledger.results import settled
 from pipeline.ledger.slots import subject_lock_name
 from pipeline.validation import parse
@@ -91,7 +92,10 @@ def forget_subject(
         )
         return ForgetResult(hidden=hidden, purged=command.purge)
 
-    return idempotency.once_forget(unit, command, apply, ForgetResult.repeated)
+    step = idempotency.KeyedStep.of(
+        command, lambda _unit, seen: ForgetResult.repeated(seen.result), stored_outcome
+    )
+    return step.answer(unit, apply)
 
 
 def apply_forget(unit: Unit, payload: ForgetPayload) -> int:

@@ -1,251 +1,60 @@
-"""Idempotency keys: a repeated key returns the first result and writes nothing."""
+"""The keyed-operation step: every operation that takes an idempotency key goes through it.
+
+A repeated key returns the first answer and writes nothing: *reserve or replay* (`replayed`,
+`reserve`), *run* (`run`, `answer`), *keep* (`keep`, `release`). `KeyedStep` is one request in
+a transaction; `KeyedBatch` many in one transaction (a `put_many` chunk, an intake chunk), their
+keys locked in one statement and read in one. The parts of a stored key (fingerprint,
+reservation, row) are `stored_keys`; no operation handles them itself.
+"""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Any, Generic, Protocol, TypeVar, cast
+from types import SimpleNamespace
+from typing import Any, Generic, TypeVar, cast
 
 from pydantic import BaseModel
-from sqlalchemy import select
+from sqlalchemy import bindparam, update
 from sqlalchemy.orm import Session
 
-from pipeline.db.models import FactRow, IdempotencyRow
+from pipeline.db import inserts
+from pipeline.db.backends import LockName
+from pipeline.db.models import IdempotencyRow
 from pipeline.db.unit import Unit
-from pipeline.errors import (
-    ConflictError,
-    IdempotencyConflict,
-    IdempotencyInProgress,
-    NotFound,
-)
-from pipeline.ledger.events import content_hash
+from pipeline.errors import ConflictError, NotFound
 from pipeline.ledger.forgets import subject_forgotten_since
 from pipeline.ledger.refusals import refusal_of, stored_outcome
 from pipeline.ledger.results import PutResult
+from pipeline.ledger.stored_keys import (
+    PURGED,
+    Fingerprint,
+    Keyed,
+    StoredKey,
+    TenantKey,
+    check_repeat,
+    forgotten,
+    key_row,
+    refuse_while_reserved,
+    reservation,
+    reserved,
+    stored_keys,
+)
 from schemas.commands import Command
-from schemas.fields import format_utc
 
-R = TypeVar("R", bound=BaseModel)  # a result, stored as its JSON form
-Outcome = TypeVar("Outcome", bound=BaseModel | ConflictError)  # a result or a refusal
-
-# What a purge leaves of a command hash: it cannot be traced back to the erased content.
-PURGED = "~purged"
-_KEY_AND_CONTENT = {"idempotency_key", "value", "evidence"}
-_EPISODE_CONTENT = {"text", "metadata", "subject_names"}
-
-
-@dataclass(frozen=True)
-class Fingerprint:
-    """What a repeated key is compared by: the whole command, and (for a key whose command
-    was purged since) its shape without content."""
-
-    digest: str
-    shape: str
-
-    @classmethod
-    def of(
-        cls, command: BaseModel, *, kind: str | None = None, ignored: Collection[str] = ()
-    ) -> Fingerprint:
-        """`kind` names the operation of a command whose fields alone could be mistaken for
-        another's (an episode sent to intake or to the hot path); a key is one operation's.
-        `ignored`: fields that do not make a request another one."""
-        named = {"operation": kind} if kind is not None else {}
-        content = _KEY_AND_CONTENT | _EPISODE_CONTENT if kind is not None else _KEY_AND_CONTENT
-        left_out = {"idempotency_key", *ignored}
-        return cls(
-            digest=content_hash(named | command.model_dump(mode="json", exclude=left_out)),
-            shape=content_hash(named | command.model_dump(mode="json", exclude=content | left_out)),
-        )
-
-
-def check_repeat(seen: Mapping[str, Any], fingerprint: Fingerprint, key: str) -> None:
-    """Raise IdempotencyConflict unless the stored key `seen` was used for the same command."""
-    if seen["command_hash"] == PURGED:
-        same = seen["shape_hash"] == fingerprint.shape
-    else:
-        same = seen["command_hash"] == fingerprint.digest
-    if not same:
-        raise IdempotencyConflict(
-            f"idempotency key {key!r} was already used for another request (another payload, "
-            "endpoint or scope); send a new key",
-            key=key,
-        )
-
-
-# A key whose first request is still at work (a remember waiting for its model, an intake
-# processing its episodes) holds a reservation until this instant: a repeat meanwhile is told
-# to come back (IdempotencyInProgress) rather than answered from a state half written. Past
-# it, the request is taken to have died and the key answers as if it had kept nothing.
-RESERVED = "reserved_until"
-
-
-def reservation(unit: Unit, seconds: float) -> dict[str, str]:
-    """The result a key holds while its first request works, for at most `seconds`."""
-    until = format_utc(unit.clock() + timedelta(seconds=seconds))
-    assert until is not None
-    return {RESERVED: until}
-
-
-def reserved(result: Mapping[str, Any] | None) -> bool:
-    """Whether a stored key holds a reservation (live or expired) rather than an answer."""
-    return result is not None and RESERVED in result
-
-
-def refuse_while_reserved(
-    result: Mapping[str, Any], now: datetime, key: str, *, retry_s: float
-) -> None:
-    """IdempotencyInProgress while the key's reservation holds; nothing once it expired.
-    `retry_s`: how soon the first request should have answered (Retry-After's bound)."""
-    until = datetime.fromisoformat(result[RESERVED])
-    remaining = (until - now).total_seconds()
-    if remaining <= 0:
-        return
-    wait = max(1, math.ceil(min(remaining, retry_s)))
-    raise IdempotencyInProgress(
-        f"idempotency key {key!r}: the first request with it is still in progress; retry in "
-        f"{wait} s for its answer",
-        key=key,
-        retry_after=wait,
-    )
-
-
-class Keyed(Protocol):
-    """A request that may carry an idempotency key: a ledger command, an episode, a remember."""
-
-    @property
-    def tenant_id(self) -> str: ...
-
-    @property
-    def idempotency_key(self) -> str | None: ...
-
-
-def key_row(
-    unit: Unit, command: Keyed, fingerprint: Fingerprint, result: dict[str, Any]
-) -> dict[str, Any]:
-    """The stored key of a command that was applied."""
-    # The subject lets a purge find and scrub this result; a promote names it only there.
-    subject = getattr(command, "subject", None) or result.get("fact", {}).get("subject")
-    return {
-        "tenant_id": command.tenant_id,
-        "key": command.idempotency_key,
-        "subject": subject,
-        "command_hash": fingerprint.digest,
-        "shape_hash": fingerprint.shape,
-        "result": result,
-        "created_at": unit.clock(),
-    }
-
-
-TenantKey = tuple[str, str]
-
-
-def stored_keys(session: Session, keys: Collection[TenantKey]) -> dict[TenantKey, IdempotencyRow]:
-    """The stored ones among (tenant, key) pairs."""
-    found: dict[TenantKey, IdempotencyRow] = {}
-    tenants = sorted({tenant for tenant, _ in keys})
-    for tenant in tenants:
-        names = sorted({key for owner, key in keys if owner == tenant})
-        rows = session.scalars(
-            select(IdempotencyRow).where(
-                IdempotencyRow.tenant_id == tenant, IdempotencyRow.key.in_(names)
-            )
-        )
-        found |= {(row.tenant_id, row.key): row for row in rows}
-    return found
-
-
-def used_keys(unit: Unit, keys: Collection[TenantKey]) -> dict[TenantKey, IdempotencyRow]:
-    """`stored_keys`, each key locked for the rest of the transaction first (in one order, so
-    two requests with overlapping keys never wait on each other in a cycle)."""
-    if not keys:
-        return {}
-    unit.lock(*[("idempotency", tenant, key) for tenant, key in sorted(set(keys))])
-    return stored_keys(unit.session, keys)
-
-
-def forgotten(session: Session, tenant_id: str, fact_ids: Collection[str]) -> set[str]:
-    """Those of `fact_ids` that were forgotten (or dismissed) since: a repeated key never
-    answers their values again."""
-    if not fact_ids:
-        return set()
-    return set(
-        session.scalars(
-            select(FactRow.fact_id).where(
-                FactRow.tenant_id == tenant_id,
-                FactRow.fact_id.in_(sorted(set(fact_ids))),
-                FactRow.forgotten_at.is_not(None),
-            )
-        )
-    )
-
-
-def replayed_put(
-    session: Session, tenant_id: str, result: Mapping[str, Any], *, dismissed_at: Any = None
-) -> PutResult | ConflictError | NotFound:
-    """A repeated key of a put, promote or dismiss: the first answer again — unless its fact
-    was forgotten since, which is then NotFound like any forgotten fact. A dismissal hid its
-    fact itself (at `dismissed_at`): only a forget of the subject since hides its answer."""
-    refused = refusal_of(result)
-    if refused is not None:
-        return refused
-    answer = PutResult.repeated(result)
-    if dismissed_at is not None:
-        gone = subject_forgotten_since(session, tenant_id, answer.fact.subject, dismissed_at)
-    else:
-        gone = bool(forgotten(session, tenant_id, [answer.fact.fact_id]))
-    if gone:
-        return NotFound(
-            f"the fact written under this idempotency key was forgotten since "
-            f"(fact {answer.fact.fact_id})"
-        )
-    return answer
-
-
-def once(
-    unit: Unit,
-    command: Command,
-    apply: Callable[[], PutResult | ConflictError],
-    *,
-    dismissal: bool = False,
-) -> PutResult | ConflictError:
-    """Run `apply` unless the command's key was used before. The key is locked for the whole
-    transaction, so two processes sending the same key at once cannot both apply it."""
-
-    def replay(seen: IdempotencyRow) -> PutResult | ConflictError:
-        dismissed_at = seen.created_at if dismissal else None
-        answer = replayed_put(
-            unit.session, command.tenant_id, seen.result, dismissed_at=dismissed_at
-        )
-        if isinstance(answer, NotFound):
-            raise answer
-        return answer
-
-    return _applied_once(unit, command, apply, replay)
-
-
-def once_forget(
-    unit: Unit, command: Command, apply: Callable[[], R], load: Callable[[Mapping[str, Any]], R]
-) -> R:
-    """`once` for a command that is never refused and names no fact (forget)."""
-    return _applied_once(unit, command, apply, lambda seen: load(seen.result))
-
-
-def _applied_once(
-    unit: Unit,
-    command: Command,
-    apply: Callable[[], Outcome],
-    replay: Callable[[IdempotencyRow], Outcome],
-) -> Outcome:
-    """`KeyedStep.run` for a ledger command: its outcome (a result or a refusal) is kept."""
-    step = KeyedStep.of(command, lambda _, seen: replay(seen), stored_outcome)
-    outcome = step.run(unit, apply)
-    assert outcome is not None  # `apply` always answers
-    return outcome
-
+__all__ = [
+    "PURGED",
+    "FactOutcome",
+    "KeyedBatch",
+    "KeyedStep",
+    "StoredKey",
+    "answer_kept",
+    "kept_answer",
+    "put_step",
+]
 
 A = TypeVar("A")  # what a keyed operation answers
+_NO_KEY = Fingerprint("", "")  # a request without a key is never compared: not worth hashing
 
 
 @dataclass(frozen=True)
@@ -256,42 +65,61 @@ class KeyedStep(Generic[A]):
 
     `replay` builds the first answer again from the stored key (under its lock: see
     `kept_answer` for one that lists facts); `kept_as` is what an answer keeps (None: nothing
-    kept); `retry_s` bounds the Retry-After of a repeat that meets a live reservation. Without
-    a key every move is a no-op and `run` just applies."""
+    kept); `retry_s` bounds the Retry-After of a repeat that meets a live reservation; with
+    `replay_expired`, a reservation that ran out is replayed too (an intake's names the episode
+    it stored) instead of taken for a key never used. Without a key every move is a no-op and
+    `run` just applies."""
 
     request: Keyed
     fingerprint: Fingerprint
-    replay: Callable[[Unit, IdempotencyRow], A]
+    replay: Callable[[Unit, StoredKey], A]
     kept_as: Callable[[A], dict[str, Any] | None]
     retry_s: float = 1.0
+    replay_expired: bool = False
 
     @classmethod
     def of(
         cls,
         request: BaseModel,
-        replay: Callable[[Unit, IdempotencyRow], A],
+        replay: Callable[[Unit, StoredKey], A],
         kept_as: Callable[[A], dict[str, Any] | None],
         *,
         kind: str | None = None,
+        ignored: Collection[str] = (),
         retry_s: float = 1.0,
+        replay_expired: bool = False,
     ) -> KeyedStep[A]:
         """The step of `request` (a model with `tenant_id` and `idempotency_key`); `kind`
-        names the operation, as `Fingerprint.of` says."""
-        fingerprint = Fingerprint.of(request, kind=kind)
-        return cls(cast(Keyed, request), fingerprint, replay, kept_as, retry_s)
+        and `ignored` as `Fingerprint.of` says."""
+        keyed = cast(Keyed, request)
+        fingerprint = (
+            Fingerprint.of(request, kind=kind, ignored=ignored)
+            if keyed.idempotency_key is not None
+            else _NO_KEY
+        )
+        return cls(keyed, fingerprint, replay, kept_as, retry_s, replay_expired)
+
+    @property
+    def key(self) -> TenantKey | None:
+        key = self.request.idempotency_key
+        return (self.request.tenant_id, key) if key is not None else None
 
     def replayed(self, unit: Unit) -> A | None:
         """The first answer of a repeated key, under the key's lock (held to the end of the
         transaction); None for a key not used before, or whose first request died (its
         reservation ran out). IdempotencyConflict for a key used for another request,
         IdempotencyInProgress while its first request still works."""
-        seen = self._seen(unit)
+        return self.answer_of(unit, self._seen(unit))
+
+    def answer_of(self, unit: Unit, seen: StoredKey | None) -> A | None:
+        """`replayed` for the key as read (`seen`, None: not stored), its lock held."""
         if seen is None:
             return None
-        check_repeat(vars(seen), self.fingerprint, seen.key)
+        check_repeat(seen, self.fingerprint)
         if reserved(seen.result):
             refuse_while_reserved(seen.result, unit.clock(), seen.key, retry_s=self.retry_s)
-            return None
+            if not self.replay_expired:
+                return None
         return self.replay(unit, seen)
 
     def run(self, unit: Unit, apply: Callable[[], A | None]) -> A | None:
@@ -305,16 +133,22 @@ class KeyedStep(Generic[A]):
             self.keep(unit, answer)
         return answer
 
+    def answer(self, unit: Unit, apply: Callable[[], A]) -> A:
+        """`run` for an operation that always answers."""
+        answer = self.run(unit, apply)
+        assert answer is not None  # `apply` always answers
+        return answer
+
     def keep(self, unit: Unit, answer: A) -> None:
         """Keep the answer under the key, in place of a reservation it held."""
         stored = self.kept_as(answer)
-        if stored is not None and self.request.idempotency_key is not None:
+        if stored is not None and self.key is not None:
             self._store(unit, stored)
 
     def reserve(self, unit: Unit, seconds: float) -> None:
         """Hold the key for `seconds` while the first request works (call after `replayed`
         in the same transaction: the key's lock is held)."""
-        if self.request.idempotency_key is not None:
+        if self.key is not None:
             self._store(unit, reservation(unit, seconds))
 
     def release(self, unit: Unit) -> None:
@@ -325,11 +159,10 @@ class KeyedStep(Generic[A]):
             unit.session.delete(seen)
 
     def _seen(self, unit: Unit) -> IdempotencyRow | None:
-        key = self.request.idempotency_key
-        if key is None:
+        if self.key is None:
             return None
-        unit.lock(("idempotency", self.request.tenant_id, key))
-        return unit.session.get(IdempotencyRow, (self.request.tenant_id, key))
+        unit.lock(("idempotency", *self.key))
+        return unit.session.get(IdempotencyRow, self.key)
 
     def _store(self, unit: Unit, result: dict[str, Any]) -> None:
         row = key_row(unit, self.request, self.fingerprint, result)
@@ -341,7 +174,139 @@ class KeyedStep(Generic[A]):
             setattr(held, name, value)
 
 
-def kept_answer(unit: Unit, seen: IdempotencyRow) -> tuple[dict[str, Any], list[ConflictError]]:
+class KeyedBatch:
+    """`KeyedStep` for many requests in one transaction (a `put_many` chunk, an intake chunk):
+    their keys locked in one statement in one order (`lock_names`, taken by the caller with its
+    other locks and read with its other reads, or `locked`), the stored ones read at once. Each
+    request is then replayed or run in order as `KeyedStep` would; a key used by an earlier
+    request of the batch answers as that request's key."""
+
+    def __init__(self, unit: Unit, stored: Mapping[TenantKey, StoredKey]) -> None:
+        self.unit = unit
+        self._seen: dict[TenantKey, StoredKey] = dict(stored)
+
+    @staticmethod
+    def keys(requests: Iterable[Keyed]) -> list[TenantKey]:
+        """The (tenant, key) pairs of the requests that carry a key, sorted."""
+        return sorted({(r.tenant_id, r.idempotency_key) for r in requests if r.idempotency_key})
+
+    @staticmethod
+    def lock_names(keys: Iterable[TenantKey]) -> list[LockName]:
+        """The locks of `keys` (sorted: two batches never wait on each other in a cycle)."""
+        return [("idempotency", tenant, key) for tenant, key in sorted(set(keys))]
+
+    @classmethod
+    def locked(cls, unit: Unit, requests: Iterable[Keyed]) -> KeyedBatch:
+        """The batch of `requests`, their keys locked and read here."""
+        keys = cls.keys(requests)
+        if not keys:
+            return cls(unit, {})
+        unit.lock(*cls.lock_names(keys))
+        return cls(unit, stored_keys(unit.session, keys))
+
+    @staticmethod
+    def check(session: Session, steps: Sequence[KeyedStep[Any]]) -> set[TenantKey]:
+        """IdempotencyConflict for a key used before for another request, read without its
+        lock (a check before the work, repeated under the locks as it goes); the keys stored."""
+        by_key = {step.key: step for step in steps if step.key is not None}
+        found = stored_keys(session, by_key)
+        for key, seen in found.items():
+            check_repeat(seen, by_key[key].fingerprint)
+        return set(found)
+
+    def replayed(self, step: KeyedStep[A]) -> A | None:
+        """`KeyedStep.replayed`, from what the batch read and kept so far."""
+        return step.answer_of(self.unit, self._seen.get(step.key) if step.key else None)
+
+    def run(self, step: KeyedStep[A], apply: Callable[[], A]) -> A:
+        """`KeyedStep.answer` within the batch: the key's row is queued (`inserts.batch`)."""
+        earlier = self.replayed(step)
+        if earlier is not None:
+            return earlier
+        answer = apply()
+        if step.key is not None and (stored := step.kept_as(answer)) is not None:
+            self.store(self.hold(step, stored))
+        return answer
+
+    def hold(self, step: KeyedStep[Any], result: dict[str, Any]) -> dict[str, Any]:
+        """The key's row holding `result`, seen by the batch's later requests but not stored
+        (`store` it, or not: an intake stores only the episodes the database took)."""
+        assert step.key is not None
+        row = key_row(self.unit, step.request, step.fingerprint, result)
+        self._seen[step.key] = cast(StoredKey, SimpleNamespace(**row))
+        return row
+
+    def reserve(self, step: KeyedStep[Any], seconds: float, **named: Any) -> dict[str, Any]:
+        """`hold` a reservation for `seconds`, naming what the first request stored."""
+        return self.hold(step, named | reservation(self.unit, seconds))
+
+    def store(self, row: dict[str, Any]) -> None:
+        inserts.insert_rows(self.unit.session, IdempotencyRow, [row])
+
+    @staticmethod
+    def keep_all(unit: Unit, answers: Sequence[tuple[Keyed, dict[str, Any]]]) -> None:
+        """Keep each answer in place of its key's reservation, stored by an earlier
+        transaction: one statement for all of them."""
+        kept = [
+            {"tenant": request.tenant_id, "idempotency": request.idempotency_key, "first": first}
+            for request, first in answers
+            if request.idempotency_key is not None
+        ]
+        if kept:
+            unit.session.connection().execute(_KEEP, kept)
+
+    @staticmethod
+    def kept(
+        unit: Unit, tenant_id: str, keys: Sequence[str], *, retry_s: float
+    ) -> list[dict[str, Any] | None]:
+        """What each key keeps, in their order (None: not stored); IdempotencyInProgress
+        while a reservation holds."""
+        found = stored_keys(unit.session, [(tenant_id, key) for key in keys])
+        rows = [found.get((tenant_id, key)) for key in keys]
+        for key, row in zip(keys, rows, strict=True):
+            if row is not None and reserved(row.result):
+                refuse_while_reserved(row.result, unit.clock(), key, retry_s=retry_s)
+        return [dict(row.result) if row is not None else None for row in rows]
+
+
+_KEEP = (
+    update(IdempotencyRow)
+    .where(
+        IdempotencyRow.tenant_id == bindparam("tenant"),
+        IdempotencyRow.key == bindparam("idempotency"),
+    )
+    .values(result=bindparam("first", type_=IdempotencyRow.__table__.c.result.type))
+)
+
+FactOutcome = PutResult | ConflictError  # what a command that answers a fact answers
+
+
+def put_step(command: Command, *, dismissal: bool = False) -> KeyedStep[FactOutcome]:
+    """The step of a ledger command that answers a fact (put, promote, dismiss): a repeat
+    answers the first fact again, or the first refusal — NotFound when the fact was forgotten
+    since. A dismissal hid its fact itself: only a forget of the subject since hides it."""
+
+    def replay(unit: Unit, seen: StoredKey) -> FactOutcome:
+        refused = refusal_of(seen.result)
+        if refused is not None:
+            return refused
+        answer = PutResult.repeated(seen.result)
+        tenant_id, fact = command.tenant_id, answer.fact
+        if dismissal:
+            gone = subject_forgotten_since(unit.session, tenant_id, fact.subject, seen.created_at)
+        else:
+            gone = bool(forgotten(unit.session, tenant_id, [fact.fact_id]))
+        if gone:
+            raise NotFound(
+                f"the fact written under this idempotency key was forgotten since "
+                f"(fact {fact.fact_id})"
+            )
+        return answer
+
+    return KeyedStep.of(command, replay, stored_outcome)
+
+
+def kept_answer(unit: Unit, seen: StoredKey) -> tuple[dict[str, Any], list[ConflictError]]:
     """A kept answer that lists facts (`facts`, and the ledger's `refusals`: see
     `answer_kept`), to be answered again — less what was forgotten since: a forgotten or
     dismissed fact, and after a forget or purge of the subject every value it named."""
@@ -365,12 +330,3 @@ def answer_kept(answer: BaseModel, refusals: Sequence[ConflictError]) -> dict[st
     kept = [stored_outcome(refusal) for refusal in refusals]
     stored["refusals"] = [refusal for refusal in kept if refusal is not None]
     return stored
-
-
-def keep(
-    unit: Unit, command: Keyed, fingerprint: Fingerprint, outcome: BaseModel | ConflictError
-) -> None:
-    """Store the key with what its first request got (see `stored_outcome`)."""
-    stored = stored_outcome(outcome)
-    if stored is not None:
-        unit.session.add(IdempotencyRow(**key_row(unit, command, fingerprint, stored)))

@@ -49,7 +49,7 @@ def promote_fact(unit: Unit, command: PromoteFact | Mapping[str, Any]) -> PutRes
     def apply() -> PutResult | ConflictError:
         return _promote(unit, command, now=unit.clock())
 
-    return idempotency.once(unit, command, apply)
+    return idempotency.put_step(command).answer(unit, apply)
 
 
 def _promote(unit: Unit, command: PromoteFact, *, now: datetime) -> PutResult | ConflictError:
