@@ -63,6 +63,7 @@ class StubApp:
     refuse_first: int = 0  # answer the first N requests 429, whatever the budget
     answer: Answer = field(default=lambda _request: EMPTY)
     delay: Callable[[dict[str, Any]], float] | None = None  # per request, instead of latency_s
+    held: threading.Event | None = None  # answers wait until it is set (a test's release)
     stats: Stats = field(default_factory=Stats)
     _tokens: float = 0.0
     _at: float = field(default_factory=time.monotonic)
@@ -126,6 +127,8 @@ class StubApp:
             latency = self.delay(request) if self.delay is not None else self.latency_s
             if latency:
                 await asyncio.sleep(latency)
+            while self.held is not None and not self.held.is_set():
+                await asyncio.sleep(0.02)
             arguments = json.dumps(self.answer(request))
         finally:
             stats.in_flight -= 1

@@ -46,6 +46,12 @@ def put_fact(server: Server, secret: str, **fields: Any) -> dict[str, Any]:
     return fact
 
 
+def put_home_cities(server: Server, secret: str, *moves: tuple[str, str]) -> None:
+    """mira's home city as a history of (city, valid from date) moves, put in the order given."""
+    for city, since in moves:
+        put_fact(server, secret, attribute="home_city", value=city, valid_from=f"{since}T00:00:00Z")
+
+
 def facts_of(server: Server, secret: str, subject: str = "mira") -> list[dict[str, Any]]:
     with server.client(secret) as api:
         found = api.get(f"/v1/subjects/{subject}/facts")

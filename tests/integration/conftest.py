@@ -5,12 +5,14 @@ tests): each test keeps apart from the others on the shared server by a tenant o
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from pipeline.access.keys import create_key
 from pipeline.db.store import Store
+from tests.integration.ledger_helpers import cli
 from tests.integration.server_helpers import Keys
 
 
@@ -28,3 +30,11 @@ def keys(store: Store, tenant: str) -> Keys:
         return create_key(store, fields)[1]
 
     return make
+
+
+@pytest.fixture
+def sgam(
+    cli_env: Callable[[], None], capsys: pytest.CaptureFixture[str]
+) -> Callable[..., tuple[int, str, str]]:
+    """Run the CLI in-process on the test's store; returns (exit code, stdout, stderr)."""
+    return lambda *args: cli(capsys, *args)

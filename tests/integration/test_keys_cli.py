@@ -10,22 +10,15 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from pipeline.access.keys import authenticate
-from pipeline.cli import run
 from pipeline.db.store import open_store
 from pipeline.settings import Settings
-
-
-def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = run(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests.integration.ledger_helpers import cli
 
 
 def test_create_list_revoke(
     cli_env: object, database_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, _ = _run(
+    code, out, _ = cli(
         capsys,
         "keys",
         "create",
@@ -44,8 +37,8 @@ def test_create_list_revoke(
     store = open_store(Settings(database_url=database_url))
     try:
         found = authenticate(store, secret)
-        listed = json.loads(_run(capsys, "keys", "list", "--tenant", "acme", "--json")[1])
-        revoked = _run(capsys, "keys", "revoke", key["key_id"], "--json")
+        listed = json.loads(cli(capsys, "keys", "list", "--tenant", "acme", "--json")[1])
+        revoked = cli(capsys, "keys", "revoke", key["key_id"], "--json")
         after = authenticate(store, secret)
     finally:
         store.dispose()
@@ -74,7 +67,7 @@ def test_create_list_revoke(
 
 
 def test_bad_options_and_unknown_keys(cli_env: object, capsys: pytest.CaptureFixture[str]) -> None:
-    past = _run(
+    past = cli(
         capsys,
         "keys",
         "create",
@@ -85,10 +78,10 @@ def test_bad_options_and_unknown_keys(cli_env: object, capsys: pytest.CaptureFix
         "--expires-at",
         "2000-01-01T00:00:00Z",
     )
-    blank = _run(capsys, "keys", "create", "--tenant", " ", "--role", "reader")
-    role = _run(capsys, "keys", "create", "--tenant", "acme", "--role", "root")
-    missing = _run(capsys, "keys", "revoke", "0123456789abcdef")
-    none = _run(capsys, "keys", "list", "--tenant", "acme")
+    blank = cli(capsys, "keys", "create", "--tenant", " ", "--role", "reader")
+    role = cli(capsys, "keys", "create", "--tenant", "acme", "--role", "root")
+    missing = cli(capsys, "keys", "revoke", "0123456789abcdef")
+    none = cli(capsys, "keys", "list", "--tenant", "acme")
 
     assert (past[0], past[2]) == (2, "sgam: --expires-at: must be in the future\n")
     assert blank[0] == 2

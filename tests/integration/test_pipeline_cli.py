@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.cli import run
+from tests.integration.ledger_helpers import cli
 from tests.integration.pipeline_helpers import episode
 
 SGAM = os.path.join(os.path.dirname(sys.executable), "sgam")
@@ -27,13 +27,6 @@ def _file(tmp_path: Path, *lines: dict[str, Any] | str) -> Path:
     return path
 
 
-def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = run(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_ingest_prints_a_receipt_per_line_and_twice_is_duplicates(
     cli_env: object, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -44,8 +37,8 @@ def test_ingest_prints_a_receipt_per_line_and_twice_is_duplicates(
         episode("Nice weather today.", "2026-06-01T09:01:00Z", "s1", episode_id="e2"),
     )
 
-    code, out, err = _run(capsys, "ingest", str(path), "--json")
-    again = _run(capsys, "ingest", str(path), "--json")
+    code, out, err = cli(capsys, "ingest", str(path), "--json")
+    again = cli(capsys, "ingest", str(path), "--json")
 
     receipts = json.loads(out)
     note = receipts[1].pop("note")  # "Nice weather today." names no attribute
@@ -70,7 +63,7 @@ def test_ingest_names_every_bad_line_and_stores_nothing(
         good | {"source": "email"},
     )
 
-    code, out, err = _run(capsys, "ingest", str(path))
+    code, out, err = cli(capsys, "ingest", str(path))
 
     assert (code, out) == (2, "")
     lines = err.splitlines()
@@ -82,9 +75,9 @@ def test_ingest_names_every_bad_line_and_stores_nothing(
     ]
     assert "occurred_at: " in lines[1]
     assert "source: " in lines[3]
-    assert _run(capsys, "episodes", "--tenant", "acme")[0] == 1  # nothing stored
+    assert cli(capsys, "episodes", "--tenant", "acme")[0] == 1  # nothing stored
 
-    code, out, err = _run(capsys, "ingest", str(path), "--skip-invalid", "--json")
+    code, out, err = cli(capsys, "ingest", str(path), "--skip-invalid", "--json")
     assert code == 2
     assert [receipt["line"] for receipt in json.loads(out)] == [1]
     assert len(err.splitlines()) == 4
@@ -102,17 +95,17 @@ def test_remember_exit_codes(cli_env: object, capsys: pytest.CaptureFixture[str]
         "--json",
     ]
 
-    code, out, _ = _run(capsys, *base, "--text", "Remember that my home city is Lisbon.")
+    code, out, _ = cli(capsys, *base, "--text", "Remember that my home city is Lisbon.")
     assert code == 0
     answer = json.loads(out)
     assert set(answer) == {"episode_id", "facts", "rejected", "deferred"}
     assert [(f["value"], f["trust"]) for f in answer["facts"]] == [("Lisbon", "user_confirmed")]
 
-    assert _run(capsys, *base, "--text", "What a nice day.")[0] == 1
-    code, _, err = _run(capsys, *base, "--text", "My home city is Porto.")
+    assert cli(capsys, *base, "--text", "What a nice day.")[0] == 1
+    code, _, err = cli(capsys, *base, "--text", "My home city is Porto.")
     assert code == 3
     assert err.startswith("sgam: FactConflict: ")
-    assert _run(capsys, *base, "--text", "")[0] == 2
+    assert cli(capsys, *base, "--text", "")[0] == 2
 
 
 def test_episodes_list_show_and_retry(
@@ -122,21 +115,21 @@ def test_episodes_list_show_and_retry(
         tmp_path,
         episode("My contact channel is email.", "2026-06-01T09:00:00Z", "s1", episode_id="e1"),
     )
-    _run(capsys, "ingest", str(path))
+    cli(capsys, "ingest", str(path))
 
-    code, out, _ = _run(capsys, "episodes", "--tenant", "acme", "--status", "done", "--json")
+    code, out, _ = cli(capsys, "episodes", "--tenant", "acme", "--status", "done", "--json")
     assert code == 0
     assert [e["episode_id"] for e in json.loads(out)] == ["e1"]
-    code, out, _ = _run(capsys, "episodes", "show", "e1", "--tenant", "acme", "--json")
+    code, out, _ = cli(capsys, "episodes", "show", "e1", "--tenant", "acme", "--json")
     shown = json.loads(out)
     assert (code, shown["status"], shown["candidates"]) == (0, "done", [])  # a reader's view
     reviewer = ("--include-quarantined", "--json")
-    code, out, _ = _run(capsys, "episodes", "show", "e1", "--tenant", "acme", *reviewer)
+    code, out, _ = cli(capsys, "episodes", "show", "e1", "--tenant", "acme", *reviewer)
     shown = json.loads(out)
     assert (code, shown["status"], len(shown["candidates"])) == (0, "done", 1)
-    assert _run(capsys, "episodes", "show", "e1", "--tenant", "acme", "--agent", "bot9")[0] == 1
-    assert _run(capsys, "episodes", "show", "e1", "--tenant", "globex")[0] == 1
-    assert _run(capsys, "episodes", "retry", "--tenant", "acme")[0] == 1  # nothing failed
+    assert cli(capsys, "episodes", "show", "e1", "--tenant", "acme", "--agent", "bot9")[0] == 1
+    assert cli(capsys, "episodes", "show", "e1", "--tenant", "globex")[0] == 1
+    assert cli(capsys, "episodes", "retry", "--tenant", "acme")[0] == 1  # nothing failed
 
 
 def test_candidates_confirm_and_reject(
@@ -147,8 +140,8 @@ def test_candidates_confirm_and_reject(
         episode("My contact channel is email.", "2026-06-01T09:00:00Z", "s1"),
         episode("I prefer concise answers.", "2026-06-01T09:00:00Z", "s1"),
     )
-    _run(capsys, "ingest", str(path))
-    code, out, _ = _run(capsys, "candidates", "--tenant", "acme", "--json")
+    cli(capsys, "ingest", str(path))
+    code, out, _ = cli(capsys, "candidates", "--tenant", "acme", "--json")
     waiting = {c["attribute"]: c["candidate_id"] for c in json.loads(out)}
     assert (code, set(waiting)) == (0, {"contact_channel", "answer_style"})
     for candidate in json.loads(out):  # each lists the episode that supports it
@@ -157,26 +150,26 @@ def test_candidates_confirm_and_reject(
         assert support["episode_id"]
         assert support["evidence"]
 
-    code, out, _ = _run(capsys, "confirm", waiting["contact_channel"], "--tenant", "acme", "--json")
+    code, out, _ = cli(capsys, "confirm", waiting["contact_channel"], "--tenant", "acme", "--json")
     assert (code, json.loads(out)["status"], json.loads(out)["fact"]["value"]) == (
         0,
         "confirmed",
         "email",
     )
-    assert _run(capsys, "reject", waiting["answer_style"], "--tenant", "acme")[0] == 0
+    assert cli(capsys, "reject", waiting["answer_style"], "--tenant", "acme")[0] == 0
     assert (
-        _run(capsys, "reject", waiting["answer_style"], "--tenant", "acme")[0] == 3
+        cli(capsys, "reject", waiting["answer_style"], "--tenant", "acme")[0] == 3
     )  # not buffered
-    assert _run(capsys, "confirm", waiting["answer_style"], "--tenant", "globex")[0] == 1
-    assert _run(capsys, "candidates", "--tenant", "acme")[0] == 1  # none left waiting
+    assert cli(capsys, "confirm", waiting["answer_style"], "--tenant", "globex")[0] == 1
+    assert cli(capsys, "candidates", "--tenant", "acme")[0] == 1  # none left waiting
 
 
 def test_consolidate_reports_and_is_idempotent(
     cli_env: object, capsys: pytest.CaptureFixture[str]
 ) -> None:
     now = "2026-11-01T00:00:00Z"
-    first = json.loads(_run(capsys, "consolidate", "--now", now, "--json")[1])
-    second = json.loads(_run(capsys, "consolidate", "--now", now, "--json")[1])
+    first = json.loads(cli(capsys, "consolidate", "--now", now, "--json")[1])
+    second = json.loads(cli(capsys, "consolidate", "--now", now, "--json")[1])
     assert first == second
     assert set(first) == {
         "now",
@@ -187,7 +180,7 @@ def test_consolidate_reports_and_is_idempotent(
         "redriven",
         "requeued",
     }
-    assert _run(capsys, "consolidate", "--now", "2099-01-01T00:00:00Z")[0] == 2
+    assert cli(capsys, "consolidate", "--now", "2099-01-01T00:00:00Z")[0] == 2
 
 
 def test_worker_and_beat_need_a_broker(tmp_path: Path) -> None:

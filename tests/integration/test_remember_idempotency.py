@@ -5,8 +5,6 @@ HTTP), never a 500, another scope's fact or a forgotten value."""
 from __future__ import annotations
 
 import subprocess
-import threading
-import time
 import uuid
 from typing import Any
 
@@ -15,12 +13,11 @@ from sqlalchemy import func, select
 
 import pipeline
 from pipeline.db.models import EpisodeRow, EventRow
-from pipeline.db.store import Store, open_store
+from pipeline.db.store import Store
 from pipeline.errors import IdempotencyConflict, IdempotencyInProgress
-from tests.factories import isolated_settings
+from tests.integration.in_flight import first_call_in_flight
 from tests.integration.ledger_helpers import cli
 from tests.integration.server_helpers import SGAM
-from tests.integration.stub_llm import StubServer
 
 ASK = {
     "tenant_id": "acme",
@@ -155,47 +152,29 @@ def test_a_repeat_while_the_model_works_is_in_progress_in_python_and_exit_5_on_t
     """The key is reserved before the model is asked: a repeat meanwhile is refused with a
     typed, retryable error (the CLI's exit 5, one line), then answered like any repeat."""
     ask = ASK | {"tenant_id": f"slow-{uuid.uuid4()}", "text": "Zwolle has been my home."}
-    with StubServer(
-        latency_s=20.0
-    ) as stub:  # outlasts the CLI's start on a busy machine (8 s did not, on four xdist workers)
-        slow = open_store(
-            isolated_settings(
-                database_url=postgres_url,
-                llm_base_url=stub.base_url,
-                llm_model="stub",
-                hot_path_deadline_ms=60_000,
-            )
+    with first_call_in_flight(
+        postgres_url, lambda store: pipeline.remember(store, ask), hot_path_deadline_ms=600_000
+    ) as first:
+        with pytest.raises(IdempotencyInProgress) as refused:
+            pipeline.remember(first.store, ask)
+        monkeypatch.setenv("SGAM_DATABASE_URL", postgres_url)
+        monkeypatch.setenv("SGAM_LLM_BASE_URL", first.base_url)
+        monkeypatch.setenv("SGAM_LLM_MODEL", "stub")
+        done = subprocess.run(
+            [SGAM, "remember", "--tenant", ask["tenant_id"], "--subject", "mira"]
+            + ["--text", ask["text"], "--idempotency-key", "turn-1"]
+            + ["--occurred-at", ask["occurred_at"]],
+            capture_output=True,
+            text=True,
+            timeout=300,  # a CLI start on a loaded machine; the model waits for it
         )
-        answered: list[Any] = []
-        try:
-            first = threading.Thread(target=lambda: answered.append(pipeline.remember(slow, ask)))
-            first.start()
-            deadline = time.monotonic() + 30
-            while stub.app.stats.requests == 0 and time.monotonic() < deadline:
-                time.sleep(0.02)
-            with pytest.raises(IdempotencyInProgress) as refused:
-                pipeline.remember(slow, ask)
-            monkeypatch.setenv("SGAM_DATABASE_URL", postgres_url)
-            monkeypatch.setenv("SGAM_LLM_BASE_URL", stub.base_url)
-            monkeypatch.setenv("SGAM_LLM_MODEL", "stub")
-            done = subprocess.run(
-                [SGAM, "remember", "--tenant", ask["tenant_id"], "--subject", "mira"]
-                + ["--text", ask["text"], "--idempotency-key", "turn-1"]
-                + ["--occurred-at", ask["occurred_at"]],
-                capture_output=True,
-                text=True,
-                timeout=60,
-            )
-            first.join(timeout=60)
-            again = pipeline.remember(slow, ask)
-        finally:
-            slow.dispose()
+        original = first.join()
+        again = pipeline.remember(first.store, ask)
     assert refused.value.key == "turn-1"
     assert refused.value.retry_after >= 1
     assert isinstance(refused.value, pipeline.RetryableError)
     assert done.returncode == 5, done.stderr
     (line,) = done.stderr.splitlines()
     assert line.startswith("sgam: IdempotencyInProgress: idempotency key 'turn-1'")
-    (original,) = answered
     assert again.replayed
     assert again.model_dump(mode="json") == original.model_dump(mode="json")

@@ -5,23 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-import pytest
-
-from pipeline.cli import run
-
 SCOPE = ["--tenant", "acme", "--subject", "mira"]
-
-
-@pytest.fixture
-def sgam(
-    cli_env: Callable[[], None], capsys: pytest.CaptureFixture[str]
-) -> Callable[..., tuple[int, str, str]]:
-    def invoke(*args: str) -> tuple[int, str, str]:
-        code = run(list(args))
-        captured = capsys.readouterr()
-        return code, captured.out, captured.err
-
-    return invoke
 
 
 def test_found_nothing_and_bad_input(sgam: Callable[..., tuple[int, str, str]]) -> None:

@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.integration.api_setup import ingest, put_fact
+from tests.integration.api_setup import ingest, put_home_cities
 from tests.integration.browser_helpers import docs_screenshot, screenshot, sign_in
 from tests.integration.server_helpers import Keys, Server, episode_body
 
@@ -28,12 +28,7 @@ def test_the_timeline_shows_a_superseded_value_and_its_successor(
     page: Page, server: Server, keys: Keys
 ) -> None:
     writer, reviewer = keys("writer"), keys("reviewer")
-    put_fact(
-        server, writer, attribute="home_city", value="Utrecht", valid_from="2026-01-01T00:00:00Z"
-    )
-    put_fact(
-        server, writer, attribute="home_city", value="Lisbon", valid_from="2026-03-01T00:00:00Z"
-    )
+    put_home_cities(server, writer, ("Utrecht", "2026-01-01"), ("Lisbon", "2026-03-01"))
     sign_in(page, reviewer)
     show_subject(page, "mira")
 
@@ -112,12 +107,7 @@ def test_keyboard_only_sign_in_and_confirm(page: Page, server: Server, keys: Key
 def test_pages_fit_a_390_px_screen(browser: Browser, server: Server, keys: Keys) -> None:
     writer, admin = keys("writer"), keys("admin")
     ingest(server, writer, episode_body("I prefer concise answers.", session_id="chat-1"))
-    put_fact(
-        server, writer, attribute="home_city", value="Utrecht", valid_from="2026-01-01T00:00:00Z"
-    )
-    put_fact(
-        server, writer, attribute="home_city", value="Lisbon", valid_from="2026-03-01T00:00:00Z"
-    )
+    put_home_cities(server, writer, ("Utrecht", "2026-01-01"), ("Lisbon", "2026-03-01"))
     context = browser.new_context(base_url=server.url, viewport=PHONE)
     try:
         page = context.new_page()
@@ -169,12 +159,7 @@ def test_the_search_box_finds_what_holds_and_what_was_said(
     page: Page, server: Server, keys: Keys
 ) -> None:
     writer, reader = keys("writer"), keys("reader")
-    put_fact(
-        server, writer, attribute="home_city", value="Utrecht", valid_from="2026-01-01T00:00:00Z"
-    )
-    put_fact(
-        server, writer, attribute="home_city", value="Lisbon", valid_from="2026-03-01T00:00:00Z"
-    )
+    put_home_cities(server, writer, ("Utrecht", "2026-01-01"), ("Lisbon", "2026-03-01"))
     ingest(server, writer, episode_body("We moved to Lisbon in March"))
     sign_in(page, reader)
     show_subject(page, "mira")
