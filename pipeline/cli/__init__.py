@@ -1,8 +1,8 @@
 """The `sgam` command line: thin commands over the Python API.
 
-Output is JSON with --json or on a pipe. Every failure is one line on stderr; the exit code
-says what kind (the table below). Commands import what they need when they run, so start-up
-stays cheap.
+Output is JSON with --json or on a pipe: one object for a result, one array for a list. Every
+failure is one line on stderr; the exit code says what kind (the table below). Commands import
+what they need when they run, so start-up stays cheap.
 """
 
 from __future__ import annotations

@@ -158,7 +158,7 @@ def demo(database_url: str | None, path: Path) -> None:
     if database_url is None:
         for stale in (path, *(path.with_name(path.name + end) for end in ("-wal", "-shm"))):
             stale.unlink(missing_ok=True)
-        database_url = f"sqlite:///{path}"
+        database_url = f"sqlite:///{path.absolute()}"  # the hint below works from anywhere
         tenant = "acme"
     else:
         tenant = f"demo-{uuid.uuid4().hex[:8]}"  # a new tenant on every run: nothing collides

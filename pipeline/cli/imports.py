@@ -9,9 +9,9 @@ ranks before a refusal: the file needs fixing first.
 from __future__ import annotations
 
 import heapq
-import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -44,7 +44,7 @@ def import_facts(file: Path, skip_invalid: bool, chunk: int | None, as_json: boo
     """Write facts, one `put` command per line as a JSON object ('-' for stdin).
 
     Every line is checked against the catalogue before any is written; an invalid line writes
-    nothing (exit 2) unless --skip-invalid. Prints one receipt per line with --json (line,
+    nothing (exit 2) unless --skip-invalid. Prints a receipt per line with --json (line,
     outcome, fact_id and version, or error), else the lines that failed and a count per
     outcome. Exit 0 when every line was written or unchanged, 2 when one was invalid, else 3
     when the ledger refused one."""
@@ -55,9 +55,13 @@ def import_facts(file: Path, skip_invalid: bool, chunk: int | None, as_json: boo
             raise click.exceptions.Exit(2)
         size = chunk if chunk is not None else store.settings.batch_size
         as_json = output.wants_json(as_json)
-        with progress(len(valid), "facts") as bar:
+        printed: AbstractContextManager[Callable[[ImportReceipt], None] | None] = (
+            output.json_array() if as_json else nullcontext(None)
+        )
+        with progress(len(valid), "facts") as bar, printed as print_receipt:
             written = _write(store, valid, size, bar.update)
-            counts, failed = _tally(heapq.merge(written, bad, key=lambda r: r.line), as_json)
+            receipts = heapq.merge(written, bad, key=lambda r: r.line)
+            counts, failed = _tally(receipts, print_receipt)
     if not as_json:  # after the progress bar has gone: the failed lines, then the counts
         _summarise(counts, failed)
     if failed:
@@ -105,18 +109,18 @@ def _write(
 
 
 def _tally(
-    receipts: Iterable[ImportReceipt], as_json: bool
+    receipts: Iterable[ImportReceipt], print_receipt: Callable[[ImportReceipt], None] | None
 ) -> tuple[Counter[str], list[ImportReceipt]]:
-    """Count the outcomes, keep the receipts of the lines not written, and with `as_json`
-    print every receipt as soon as it is known."""
+    """Count the outcomes, keep the receipts of the lines not written, and with
+    `print_receipt` (--json) print every receipt as soon as it is known."""
     counts: Counter[str] = Counter()
     failed: list[ImportReceipt] = []
     for receipt in receipts:
         counts[receipt.outcome] += 1
         if receipt.problem is not None:
             failed.append(receipt)
-        if as_json:
-            click.echo(json.dumps(receipt.model_dump(mode="json"), ensure_ascii=False))
+        if print_receipt is not None:
+            print_receipt(receipt)
     return counts, failed
 
 

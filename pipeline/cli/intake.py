@@ -40,7 +40,7 @@ def ingest(file: Path, skip_invalid: bool, as_json: bool) -> None:
     """Store episodes, one JSON object per line ('-' for stdin), and process them.
 
     With a broker (SGAM_BROKER_URL) the workers process them; without, this command does,
-    and each episode ends done or failed before it returns. Prints one receipt per line."""
+    and each episode ends done or failed before it returns. Prints a receipt per episode."""
     from pipeline.episodes.intake import ingest as ingest_episodes
     from pipeline.episodes.intake import parse_episodes
     from pipeline.settings import load_settings
@@ -63,10 +63,10 @@ def ingest(file: Path, skip_invalid: bool, as_json: bool) -> None:
             line_numbers=[line for line, _ in valid],
             progress=bar.update,
         )
-    for receipt in report.receipts:
-        if output.wants_json(as_json):
-            click.echo(json.dumps(receipt.model_dump(mode="json")))
-        else:
+    if output.wants_json(as_json):
+        output.emit_json(report.receipts)
+    else:
+        for receipt in report.receipts:
             error = f"  {receipt.error}" if receipt.error else ""
             click.echo(f"line {receipt.line}: {receipt.status}  {receipt.episode_id}{error}")
     noted = [receipt for receipt in report.receipts if receipt.note]

@@ -20,6 +20,9 @@ from pipeline.cli.options import (
 )
 from pipeline.cli.output import plural
 
+# The state `dismiss --json` reports: not a stored status, since no read returns the fact again.
+DISMISSED = "dismissed"
+
 if TYPE_CHECKING:
     from pipeline.db.store import Store
     from pipeline.ledger.results import PutResult
@@ -81,11 +84,13 @@ def dismiss(fact_id: str, tenant: str, as_json: bool, **options: Any) -> None:
     fields = {"tenant_id": tenant, "fact_id": fact_id} | given_fields(options)
     with opened_store() as store:
         result = dismiss_fact(store, fields)
-    if output.wants_json(as_json):
-        output.emit_json(result.fact)
-        return
-    # The row keeps its last status (quarantined); what changed is that no read returns it.
     fact = result.fact
+    if output.wants_json(as_json):
+        # The row keeps its last status (quarantined), but that is no longer what the fact is:
+        # no read returns it and it can never be promoted. The answer says so in the one field
+        # a program reads for the fact's state.
+        output.emit_json(output.plain(fact) | {"status": DISMISSED})
+        return
     value = json.dumps(fact.value, ensure_ascii=False)
     click.echo(
         f"dismissed {fact.subject}.{fact.attribute} = {value}  fact={fact.fact_id} "
@@ -186,17 +191,15 @@ def context(tenant: str, agent: str, purpose: str, as_json: bool, **options: Any
 @click.option("--oldest-first", is_flag=True, default=None, help="Oldest first (default: newest).")
 @json_output
 def show_log(tenant: str, as_json: bool, **options: Any) -> None:
-    """The decision log of a tenant, newest first; exit 1 when nothing matches.
-
-    With --json or on a pipe: one JSON object per line."""
+    """The decision log of a tenant, newest first; exit 1 when nothing matches."""
     from pipeline.ledger.log import decision_log
 
     with opened_store() as store:
         events = decision_log(store, {"tenant_id": tenant} | given_fields(options))
-    for event in events:
-        if output.wants_json(as_json):
-            click.echo(json.dumps(event.model_dump(mode="json"), ensure_ascii=False))
-        else:
+    if output.wants_json(as_json):
+        output.emit_json(events)
+    else:
+        for event in events:
             click.echo(_log_line(event))
     if not events:
         raise click.exceptions.Exit(1)

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+import textwrap
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -19,7 +21,28 @@ def wants_json(flag: bool) -> bool:
 
 
 def emit_json(payload: Any) -> None:
+    """One JSON document: an object for one result, an array for a list (every command)."""
     sys.stdout.write(json.dumps(plain(payload), ensure_ascii=False, indent=2) + "\n")
+
+
+@contextmanager
+def json_array() -> Iterator[Callable[[Any], None]]:
+    """The same array `emit_json` prints for a list, written an item at a time (`sgam import`
+    prints each chunk's receipts as it commits). Closed even when the command fails part-way,
+    so what was printed still parses: the items done before the failure."""
+    count = 0
+
+    def add(item: Any) -> None:
+        nonlocal count
+        text = json.dumps(plain(item), ensure_ascii=False, indent=2)
+        sys.stdout.write(("[\n" if count == 0 else ",\n") + textwrap.indent(text, "  "))
+        sys.stdout.flush()
+        count += 1
+
+    try:
+        yield add
+    finally:
+        sys.stdout.write("\n]\n" if count else "[]\n")
 
 
 def facts(found: Fact | Sequence[Fact] | None, as_json: bool) -> None:

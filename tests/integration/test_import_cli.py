@@ -40,7 +40,9 @@ def _file(tmp_path: Path, *lines: dict[str, Any] | str) -> Path:
 
 
 def _receipts(out: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in out.splitlines()]
+    receipts = json.loads(out)  # one JSON array, as every list the CLI prints
+    assert isinstance(receipts, list)
+    return receipts
 
 
 def _holds(capsys: pytest.CaptureFixture[str], subject: str, attribute: str) -> Any:
@@ -277,7 +279,7 @@ def test_an_empty_file_imports_nothing(
     cli_env: object, store: Store, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     path = _file(tmp_path, "", "  ")
-    assert cli(capsys, "import", str(path), "--json") == (0, "", "")
+    assert cli(capsys, "import", str(path), "--json") == (0, "[]\n", "")  # a list, empty
 
 
 def test_people_get_the_failed_lines_and_a_count_per_outcome(

@@ -96,7 +96,7 @@ def test_the_command_line_logs_json_lines_without_values(tmp_path: Path) -> None
     assert remembered.returncode == 0, remembered.stderr
     records = _records(ingested.stderr) + _records(remembered.stderr)
     processed = _with(records, "episode processed")
-    receipts = [json.loads(line) for line in ingested.stdout.splitlines()]
+    receipts = json.loads(ingested.stdout)
     assert sorted(r["episode_id"] for r in processed) == sorted(r["episode_id"] for r in receipts)
     for record in processed:
         assert record["tenant"] == "acme"

@@ -87,7 +87,7 @@ def test_an_ingested_episode_that_matches_nothing_says_so(
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
 
     code, out, err = sgam("ingest", str(path), "--json")
-    receipts = [json.loads(line) for line in out.splitlines()]
+    receipts = json.loads(out)
     shown = sgam("episodes", "show", "quiet", "--tenant", "acme", "--json")
 
     assert code == 0
@@ -152,7 +152,7 @@ def test_ingest_with_a_broker_that_cannot_be_reached_stores_and_exits_5(
     listed = sgam("episodes", "--tenant", "acme", "--json")
 
     assert code == 5
-    assert [json.loads(line)["status"] for line in out.splitlines()] == ["stored"]
+    assert [receipt["status"] for receipt in json.loads(out)] == ["stored"]
     assert err.count("\n") == 1, err
     assert "the episodes are stored and the sweeper will queue them" in err
     assert [stored["status"] for stored in json.loads(listed[1])] == ["pending"]  # nothing lost
@@ -268,6 +268,24 @@ def test_dismiss_prints_the_fact_as_it_is_after_the_dismissal(
         "for good, it can never be promoted\n"
     )
     assert "status=quarantined" not in out
+
+
+def test_dismiss_json_shows_the_fact_dismissed_not_quarantined(
+    sgam: Callable[..., tuple[int, str, str]],
+) -> None:
+    put = ["put", "--tenant", "acme", "--subject", "mira", "--attribute", "contact_channel"]
+    code, out, _ = sgam(
+        *put, "--value", "email", "--valid-from", "2026-02-01T00:00:00Z", "--source", "ep-1",
+        "--trust", "untrusted", "--json",
+    )  # fmt: skip
+    quarantined = json.loads(out)
+    assert (code, quarantined["status"]) == (0, "quarantined")
+
+    code, out, _ = sgam("dismiss", quarantined["fact_id"], "--tenant", "acme", "--json")
+
+    assert code == 0
+    dismissed = json.loads(out)
+    assert dismissed == quarantined | {"status": "dismissed"}  # only its state changed
 
 
 def test_forget_of_a_subject_with_nothing_stored_is_exit_1(

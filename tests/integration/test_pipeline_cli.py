@@ -40,14 +40,14 @@ def test_ingest_prints_a_receipt_per_line_and_twice_is_duplicates(
     code, out, err = cli(capsys, "ingest", str(path), "--json")
     again = cli(capsys, "ingest", str(path), "--json")
 
-    receipts = [json.loads(line) for line in out.splitlines()]
+    receipts = json.loads(out)
     note = receipts[1].pop("note")  # "Nice weather today." names no attribute
     assert (code, err) == (0, f"sgam: note: line 3: {note}\n")
     assert receipts == [
         {"line": 1, "episode_id": "e1", "status": "done"},
         {"line": 3, "episode_id": "e2", "status": "done"},
     ]
-    assert [json.loads(line)["status"] for line in again[1].splitlines()] == ["duplicate"] * 2
+    assert [receipt["status"] for receipt in json.loads(again[1])] == ["duplicate"] * 2
 
 
 def test_ingest_names_every_bad_line_and_stores_nothing(
@@ -79,7 +79,7 @@ def test_ingest_names_every_bad_line_and_stores_nothing(
 
     code, out, err = cli(capsys, "ingest", str(path), "--skip-invalid", "--json")
     assert code == 2
-    assert [json.loads(line)["line"] for line in out.splitlines()] == [1]
+    assert [receipt["line"] for receipt in json.loads(out)] == [1]
     assert len(err.splitlines()) == 4
 
 

@@ -88,7 +88,8 @@ def test_cli_ingest_keeps_every_field(
     path.write_text(json.dumps(FULL_EPISODE) + "\n")
 
     assert run(["ingest", str(path), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["status"] == "done"
+    (receipt,) = json.loads(capsys.readouterr().out)  # a list of one
+    assert receipt["status"] == "done"
     check_episode_stored(store, FULL_EPISODE)
 
 
@@ -153,7 +154,8 @@ def test_cli_import_keeps_every_field(
     path.write_text(json.dumps(FULL_PUT) + "\n")
 
     assert run(["import", str(path), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["outcome"] == "written"
+    (receipt,) = json.loads(capsys.readouterr().out)  # a list of one
+    assert receipt["outcome"] == "written"
     check_put_stored(store, FULL_PUT)
 
 

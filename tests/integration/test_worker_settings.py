@@ -97,7 +97,7 @@ def test_ingest_with_the_broker_down_says_stored_not_queued(
 
     out, err = capsys.readouterr()
     assert code == 5  # stored, nothing lost, but nothing is under way: retryable
-    assert [json.loads(line)["status"] for line in out.splitlines()] == ["stored"]
+    assert [receipt["status"] for receipt in json.loads(out)] == ["stored"]
     assert err.count("\n") == 1, err
     assert err.startswith("sgam: StoreUnavailable: the broker is unreachable: the episodes are ")
     assert "stored and the sweeper will queue them" in err
