@@ -260,7 +260,8 @@ def episodes_retry(episode_ids: tuple[str, ...], tenant: str | None, as_json: bo
 @json_output
 def usage(tenant: str | None, since: str | None, as_json: bool) -> None:
     """What the model lane spent per tenant, model and UTC day: requests, attempts, tokens,
-    latency p50/p99, and cost when SGAM_LLM_PRICE_IN/OUT are set; exit 1 when nothing."""
+    latency p50/p99, and cost when SGAM_LLM_PRICE_IN/OUT are set; then the embedding arm's
+    calls, texts and tokens (cost with SGAM_EMBEDDING_PRICE); exit 1 when nothing."""
     from pipeline.episodes.usage import llm_usage
 
     query = {key: value for key, value in (("tenant_id", tenant), ("since", since)) if value}
@@ -277,5 +278,12 @@ def usage(tenant: str | None, since: str | None, as_json: bool) -> None:
                 f"{row.attempts} attempts, {spent}, p50 {row.latency_p50_ms:.0f} ms, "
                 f"p99 {row.latency_p99_ms:.0f} ms{cost}"
             )
-    if not report.rows:
+        for spent in report.embeddings:
+            cost = "" if spent.cost is None else f"  cost {spent.cost:.4f}"
+            click.echo(
+                f"{spent.day}  {spent.tenant_id}  {spent.model}  embeddings: {spent.calls} calls "
+                f"({spent.query_calls} for queries, {spent.failed} failed), {spent.attempts} "
+                f"attempts, {spent.texts} texts, {spent.tokens} tokens{cost}"
+            )
+    if not report.rows and not report.embeddings:
         raise click.exceptions.Exit(1)
