@@ -6,10 +6,11 @@ message content. It counts the requests it holds at once (`peak_in_flight`) and,
 budget in requests per minute, answers 429 with `Retry-After` past it (a token bucket of one
 second's worth); `refuse_first` answers the first requests 429 whatever the budget.
 It also answers `POST /v1/embeddings` with a toy embedding that is the same for the same text:
-each word but a few stop words, lowercased, a plural's `s` dropped and folded by a small synonym table (`CONCEPTS`:
-"automobile" is "car"), counted in one of `EMBEDDING_DIMENSIONS` dimensions by its hash, so
-texts that share words or synonyms are close. `embeddings_status` set answers every embeddings
-request with that HTTP status instead (a failing endpoint); `embedding_requests` and
+each word but a few stop words, lowercased, a plural's `s` dropped and folded by a small
+synonym table (`CONCEPTS`: "automobile" is "car"), counted in one of `EMBEDDING_DIMENSIONS`
+dimensions by its hash, so texts that share words or synonyms are close. `embeddings_status`
+set answers every embeddings request with that HTTP status instead (a failing endpoint);
+`embedding_requests` and
 `embedded_texts` count them. `GET /stub/stats` reports the counters; `POST /stub/config`
 changes the latency, the budget or the refusals, and zeroes the counters.
 
@@ -53,6 +54,7 @@ CONCEPTS = {
     "occupation": "job",
     "profession": "job",
     "employment": "job",
+    "equid": "zebra",
 }
 Answer = Callable[[dict[str, Any]], dict[str, Any]]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -164,7 +166,6 @@ class StubApp:
             stats.first_answer_at = stats.last_answer_at
         await _reply(send, 200, completion(request, arguments))
 
-
     async def _embed(self, request: dict[str, Any], send: Send) -> None:
         self.embedding_requests += 1
         if self.embeddings_status is not None:
@@ -177,7 +178,7 @@ class StubApp:
             {"object": "embedding", "index": index, "embedding": toy_embedding(text)}
             for index, text in enumerate(texts)
         ]
-        tokens = sum(len(_WORDS.findall(text)) for text in texts)
+        tokens = sum(len(_WORDS.findall(text.lower())) for text in texts)
         await _reply(
             send,
             200,
@@ -191,7 +192,9 @@ class StubApp:
 
 
 _WORDS = re.compile(r"[a-z0-9]+")
-_STOP = frozenset("a an and are at be do does i in is it my of on the to what which you".split())
+_STOP = frozenset(
+    "a an and are at be do does i in is it my of on the to what which you".split()  # noqa: SIM905
+)
 
 
 def toy_embedding(text: str) -> list[float]:

@@ -278,12 +278,12 @@ def usage(tenant: str | None, since: str | None, as_json: bool) -> None:
                 f"{row.attempts} attempts, {spent}, p50 {row.latency_p50_ms:.0f} ms, "
                 f"p99 {row.latency_p99_ms:.0f} ms{cost}"
             )
-        for spent in report.embeddings:
-            cost = "" if spent.cost is None else f"  cost {spent.cost:.4f}"
+        for calls in report.embeddings:
+            cost = "" if calls.cost is None else f"  cost {calls.cost:.4f}"
             click.echo(
-                f"{spent.day}  {spent.tenant_id}  {spent.model}  embeddings: {spent.calls} calls "
-                f"({spent.query_calls} for queries, {spent.failed} failed), {spent.attempts} "
-                f"attempts, {spent.texts} texts, {spent.tokens} tokens{cost}"
+                f"{calls.day}  {calls.tenant_id}  {calls.model}  embeddings: {calls.calls} calls "
+                f"({calls.query_calls} for queries, {calls.failed} failed), {calls.attempts} "
+                f"attempts, {calls.texts} texts, {calls.tokens} tokens{cost}"
             )
     if not report.rows and not report.embeddings:
         raise click.exceptions.Exit(1)

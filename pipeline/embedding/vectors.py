@@ -8,9 +8,10 @@ each processed batch of episodes (`episodes.process`), in `sgam embed` and in th
 consolidation. When the endpoint fails after its retries, the pass stops, logs it and leaves
 the rest for the next one: nothing the ledger committed waits on or depends on it.
 
-A vector is written only while its row still holds its text, read under a share lock
-(PostgreSQL): a purge that erased the row first leaves nothing to write, and one that comes
-after deletes the vector with the rest (`ledger.erase`).
+A forgotten row (a purged one is forgotten too) gets no vector: it never surfaces again. A
+vector is written only while its row is not forgotten, read under a share lock (PostgreSQL):
+a forget or purge that committed first leaves nothing to write, and one that comes after
+deletes the vector with the rest (`ledger.erase`).
 """
 
 from __future__ import annotations
@@ -143,7 +144,7 @@ def _pending(store: Store, tenant_ids: Collection[str] | None, limit: int) -> li
             FactVectorRow,
             and_(FactVectorRow.row_id == FactRow.row_id, FactVectorRow.model == model),
         )
-        .where(FactVectorRow.row_id.is_(None), FactRow.value.is_not(None))
+        .where(FactVectorRow.row_id.is_(None), FactRow.forgotten_at.is_(None))
         .order_by(FactRow.row_id)
         .limit(limit)
     )
@@ -157,7 +158,11 @@ def _pending(store: Store, tenant_ids: Collection[str] | None, limit: int) -> li
                 EpisodeVectorRow.model == model,
             ),
         )
-        .where(EpisodeVectorRow.episode_id.is_(None), EpisodeRow.text.is_not(None))
+        .where(
+            EpisodeVectorRow.episode_id.is_(None),
+            EpisodeRow.forgotten_at.is_(None),
+            EpisodeRow.text.is_not(None),
+        )
         .order_by(EpisodeRow.tenant_id, EpisodeRow.received_at, EpisodeRow.episode_id)
         .limit(limit)
     )
@@ -214,8 +219,8 @@ def _embed_chunk(store: Store, tenant_id: str, chunk: Sequence[_Pending]) -> Fil
 def _write(
     unit: Unit, tenant_id: str, chunk: Sequence[_Pending], vectors: Sequence[bytes], model: str
 ) -> Filled:
-    """The vectors of the rows that still hold their text (locked against a purge until this
-    commits) and have none yet."""
+    """The vectors of the rows still not forgotten (locked against a purge until this
+    commits) that have none yet."""
     session, now = unit.session, unit.clock()
     paired = list(zip(chunk, vectors, strict=True))
     facts = {item.key: (item, vector) for item, vector in paired if item.kind == "fact"}
@@ -224,7 +229,7 @@ def _write(
     if facts:
         held = session.scalars(
             select(FactRow.row_id)
-            .where(FactRow.row_id.in_(list(facts)), FactRow.value.is_not(None))
+            .where(FactRow.row_id.in_(list(facts)), FactRow.forgotten_at.is_(None))
             .with_for_update(read=True)
         ).all()
         session.execute(  # another model's vector is replaced
@@ -258,6 +263,7 @@ def _write(
             .where(
                 EpisodeRow.tenant_id == tenant_id,
                 EpisodeRow.episode_id.in_(list(episodes)),
+                EpisodeRow.forgotten_at.is_(None),
                 EpisodeRow.text.is_not(None),
             )
             .with_for_update(read=True)

@@ -9,8 +9,8 @@ takes its document frequencies and lengths from that filtered scope, never the w
 so other tenants' rows and hidden versions never move a score.
 
 Among the episodes answered, a later one that scores close to an earlier one comes first
-(`RECENCY`): what was said last about a thing is usually what holds (a rescheduled date, a
-changed plan).
+(`search_recency`). With SGAM_EMBEDDING_MODEL set, each kind's BM25 ranking is fused by
+reciprocal rank with a cosine ranking over the same filtered scope (`search_vectors`).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from sqlalchemy.dialects.postgresql import TSQUERY
 from pipeline.db import search_index
 from pipeline.db.models import FACT_COLUMNS, EpisodeRow, FactRow
 from pipeline.db.store import Store
+from pipeline.read import search_recency as recency
 from pipeline.read import search_vectors as vectors
 from pipeline.read.facts import SubjectQuery, visible
 from pipeline.read.search_terms import query_words, snippet, stems
@@ -38,9 +39,6 @@ from schemas.fields import Text, UtcDatetime
 from schemas.results import FoundEpisode, FoundFact, SearchKind, SearchResult, VectorArm
 
 K1, B = 1.2, 0.75
-# A later episode gains up to this share of its score over the earliest one answered
-# (measured on BEAM's knowledge-update questions: bench/README.md).
-RECENCY = 1.0
 MAX_LIMIT = 100
 MAX_QUERY_CHARS = 2_000
 RELEVANCE_LIMIT = 100_000  # context ranks every matching fact of a scope
@@ -288,15 +286,19 @@ def _episodes(
 ) -> list[FoundEpisode]:
     known, quarantined = query.known_at is not None, query.include_quarantined
     ranking, fetch, similar = _episode_statements(postgres, known, quarantined)
-    ranked: Sequence[Any] = connection.execute(ranking, params).all()
+    scores = {doc: float(score) for doc, score in connection.execute(ranking, params)}
+    close = []
     if vector is not None:
         close = vectors.episode_similarities(connection, similar, params, vector, params["limit"])
-        ranked = list(vectors.fuse(ranked, close, params["limit"]).items())
-    if not ranked:
+    docs = list(scores) + [doc for doc, _ in close if doc not in scores]
+    if not docs:
         return []
-    scores = {doc: float(score) for doc, score in ranked}
-    rows = connection.execute(fetch, {"tenant_id": query.tenant_id, "docs": list(scores)}).all()
-    best = _by_recency(rows, scores)
+    rows = connection.execute(fetch, {"tenant_id": query.tenant_id, "docs": docs}).all()
+    by_doc = {row.doc: row for row in rows}
+    ranked = recency.lifted([row for row in rows if row.doc in scores], scores)
+    if vector is not None:  # the lexical arm in its recency order, fused with the cosine's
+        ranked = list(vectors.fuse(ranked, close, params["limit"]).items())
+    best = [recency.found(by_doc[doc], score) for doc, score in ranked]
     return [
         episode.model_copy(update={"snippet": snippet(episode.snippet, words)}) for episode in best
     ]
@@ -374,24 +376,3 @@ def _episode_statements(
         )
     )
     return _ranked(scope, hits.cte("hits")), fetch, vectors.scope_vectors(key, joined, conditions)
-
-
-def _by_recency(rows: Sequence[Any], scores: Mapping[Any, float]) -> list[FoundEpisode]:
-    """The best episodes by BM25, their scores lifted by how late each was said among them:
-    the latest gains RECENCY of its score, the earliest nothing. Only the order within the
-    answer changes (which episodes are in it is BM25's choice), so recency never costs
-    recall."""
-    moments = sorted({row.occurred_at for row in rows})
-    last = max(len(moments) - 1, 1)
-    position = {moment: index / last for index, moment in enumerate(moments)}
-    found = [
-        FoundEpisode(
-            episode_id=row.episode_id,
-            occurred_at=row.occurred_at,
-            session_id=row.session_id,
-            snippet=row.text,  # cut to a snippet once the best are known
-            score=scores[row.doc] * (1 + RECENCY * position[row.occurred_at]),
-        )
-        for row in rows
-    ]
-    return sorted(found, key=lambda episode: (-episode.score, episode.episode_id))

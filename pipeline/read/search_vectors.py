@@ -102,7 +102,9 @@ def episode_similarities(
 
 
 def _best(rows: Sequence[Any], vector: Sequence[float], limit: int) -> list[tuple[Any, float]]:
+    """The rows nearest the query; an unrelated one (cosine 0 or less) is not ranked."""
     scored = [(key, sum(map(operator.mul, decode(stored), vector))) for key, stored in rows]
+    scored = [(key, cosine) for key, cosine in scored if cosine > 0]
     scored.sort(key=lambda item: (-item[1], item[0]))
     return scored[:limit]
 
