@@ -66,6 +66,7 @@ class EmbeddingClient:
         http = httpx2.Client(
             transport=transport or httpx2.HTTPTransport(), timeout=settings.embedding_timeout_s
         )
+        self._http = http
         self._client = openai.OpenAI(
             base_url=settings.embedding_url,
             api_key=settings.embedding_key or _NO_KEY,
@@ -73,6 +74,9 @@ class EmbeddingClient:
             max_retries=0,  # ours, below
             timeout=settings.embedding_timeout_s,
         )
+
+    def close(self) -> None:
+        self._http.close()
 
     def embed(self, texts: Sequence[str]) -> Embedded:
         """One unit vector per text, in order; EmbeddingFailed when the endpoint gives none."""
@@ -123,3 +127,12 @@ def client_for(settings: Settings) -> EmbeddingClient:
         if client is None:
             client = _clients[key] = EmbeddingClient(settings)
         return client
+
+
+def close_clients() -> None:
+    """Close every client this process built (their connections), e.g. when a test's
+    endpoint goes away."""
+    with _lock:
+        for client in _clients.values():
+            client.close()
+        _clients.clear()

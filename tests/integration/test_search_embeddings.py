@@ -18,6 +18,7 @@ import pipeline
 from pipeline.cli import run
 from pipeline.db.models import EpisodeVectorRow, FactRow, FactVectorRow
 from pipeline.db.store import Store, open_store
+from pipeline.embedding.client import close_clients
 from pipeline.embedding.vectors import decode, fill_missing
 from pipeline.errors import InvalidInput
 from pipeline.settings import load_settings
@@ -34,6 +35,7 @@ MODEL = "toy-embed"
 def stub() -> Iterator[Any]:
     with StubServer() as server:
         yield server
+    close_clients()
 
 
 @pytest.fixture

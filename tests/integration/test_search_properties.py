@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 import pipeline
 from pipeline.db.store import Store, open_store
+from pipeline.embedding.client import close_clients
 from pipeline.embedding.vectors import fill_missing
 from pipeline.errors import ConflictError
 from schemas.results import VectorArm
@@ -143,6 +144,7 @@ def embedding_store(database_url: str, clock: FrozenClock) -> Iterator[Store]:
         opened = open_store(settings, clock=clock)
         yield opened
         opened.dispose()
+        close_clients()
 
 
 def test_the_vector_arm_shows_no_more_than_get_and_the_episode_rules(
