@@ -25,6 +25,10 @@ class UsageRow(BaseModel):
     )
 
 
+def _empty(rows: list[EmbeddingUsageRow]) -> bool:
+    return not rows
+
+
 class EmbeddingUsageRow(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -47,6 +51,8 @@ class UsageReport(BaseModel):
 
     rows: list[UsageRow] = Field(default_factory=list)
     embeddings: list[EmbeddingUsageRow] = Field(
-        default_factory=list, description="the search read's embedding arm, when it is on"
+        default_factory=list,
+        exclude_if=_empty,
+        description="the search read's embedding arm's calls (absent: none in the period)",
     )
     total_cost: float | None = None

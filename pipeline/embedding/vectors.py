@@ -34,6 +34,9 @@ from pipeline.embedding.spend import WRITE, record_spend
 log = logging.getLogger("sgam.embedding")
 
 PASS_LIMIT = 5_000  # rows of each kind one pass looks at; the next pass takes the rest
+# After a processed batch: about a batch's worth, so a worker's task stays well within its
+# time limit; a backlog is `sgam embed`'s or the nightly consolidation's.
+AFTER_BATCH_LIMIT = 512
 
 
 def encode(vector: Sequence[float]) -> bytes:
@@ -123,13 +126,15 @@ def fill_missing(
     return filled
 
 
-def fill_quietly(store: Store, tenant_ids: Collection[str] | None) -> Filled:
+def fill_quietly(
+    store: Store, tenant_ids: Collection[str] | None, limit: int = PASS_LIMIT
+) -> Filled:
     """`fill_missing` after work the ledger has committed (a processed batch of episodes, a
     consolidation): never raises, what fails here is filled by a later pass."""
     if not store.settings.embedding_configured:
         return Filled()
     try:
-        return fill_missing(store, tenant_ids=tenant_ids)
+        return fill_missing(store, tenant_ids=tenant_ids, limit=limit)
     except Exception:  # the ledger's work is done; the vectors can wait for the next pass
         log.warning("embedding pass failed", exc_info=True)
         return Filled()
@@ -145,7 +150,7 @@ def _pending(store: Store, tenant_ids: Collection[str] | None, limit: int) -> li
             and_(FactVectorRow.row_id == FactRow.row_id, FactVectorRow.model == model),
         )
         .where(FactVectorRow.row_id.is_(None), FactRow.forgotten_at.is_(None))
-        .order_by(FactRow.row_id)
+        .order_by(FactRow.row_id.desc())  # newest first: what a batch just wrote
         .limit(limit)
     )
     episodes = (
@@ -163,7 +168,7 @@ def _pending(store: Store, tenant_ids: Collection[str] | None, limit: int) -> li
             EpisodeRow.forgotten_at.is_(None),
             EpisodeRow.text.is_not(None),
         )
-        .order_by(EpisodeRow.tenant_id, EpisodeRow.received_at, EpisodeRow.episode_id)
+        .order_by(EpisodeRow.received_at.desc(), EpisodeRow.episode_id)
         .limit(limit)
     )
     if tenant_ids is not None:

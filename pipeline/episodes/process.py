@@ -15,7 +15,7 @@ from functools import partial
 
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
-from pipeline.embedding.vectors import fill_quietly
+from pipeline.embedding.vectors import AFTER_BATCH_LIMIT, fill_quietly
 from pipeline.episodes.claimed import Claimed, Extracted, Outcome
 from pipeline.episodes.claiming import claim, claim_waiting
 from pipeline.episodes.contexts import batch_contexts, run_extraction
@@ -62,7 +62,7 @@ def process_episodes(
             if claimed:
                 outcomes |= _with_rules(store, claimed, extractor)
     # The embedding arm, after the ledger committed (a no-op when off; never raises).
-    fill_quietly(store, {tenant_id for tenant_id, _ in outcomes})
+    fill_quietly(store, {tenant_id for tenant_id, _ in outcomes}, limit=AFTER_BATCH_LIMIT)
     return outcomes
 
 
