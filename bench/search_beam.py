@@ -77,7 +77,7 @@ def load(store: Store, beam: Path, chat: int) -> dict[str, str]:
 
 
 def run(
-    backend: str, beam: Path, postgres: str, embedding: dict[str, str] | None = None
+    backend: str, beam: Path, postgres: str, embedding: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     rows: dict[str, list[dict[str, float]]] = defaultdict(list)
     laps: list[float] = []
@@ -179,12 +179,18 @@ def main() -> None:
     parser.add_argument("--backends", default="sqlite,postgresql")
     parser.add_argument("--embedding-url", help="an OpenAI-compatible /v1 (default: arm off)")
     parser.add_argument("--embedding-model", default="all-MiniLM-L6-v2")
+    parser.add_argument(
+        "--embedding-timeout", type=float, default=300.0, help="seconds per request (a CPU model)"
+    )
+    parser.add_argument("--embedding-batch", type=int, default=16, help="texts per request")
     options = parser.parse_args()
-    embedding = None
+    embedding: dict[str, Any] | None = None
     if options.embedding_url:
         embedding = {
             "embedding_base_url": options.embedding_url,
             "embedding_model": options.embedding_model,
+            "embedding_timeout_s": options.embedding_timeout,
+            "embedding_batch": options.embedding_batch,
         }
     for backend in options.backends.split(","):
         figures = run(backend, options.beam, options.postgres, embedding)
