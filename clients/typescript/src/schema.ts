@@ -1364,7 +1364,7 @@ export interface components {
             rows?: components["schemas"]["UsageRow"][];
             /**
              * Embeddings
-             * @description the search read's embedding arm, when it is on
+             * @description the search read's embedding arm's calls (absent: none in the period)
              */
             embeddings?: components["schemas"]["EmbeddingUsageRow"][];
             /** Total Cost */
