@@ -2,6 +2,7 @@
 cite source messages as queries.
 
     .venv/bin/python bench/search_beam.py [--beam ../shared/data/beam] [--postgres URL]
+        [--embedding-url http://127.0.0.1:8299/v1 --embedding-model all-MiniLM-L6-v2]
 
 Each chat is a tenant; its user messages are episodes (ingested inline, dated as
 bench/extract_beam.py dates them). For each recall question (contradiction, event ordering,
@@ -9,6 +10,11 @@ information extraction, knowledge update, multi-session, temporal) recall@5/10 o
 user messages, by SGAM's search and by the plain-Python BM25 reference of the same run; for
 knowledge-update questions, whether the updated message ranks above the original. Latency
 per search on each store.
+
+With --embedding-url (an OpenAI-compatible /v1/embeddings, e.g. bench/embedding_server.py),
+the embedding arm is on: every message gets its vector as it is processed, and each question
+is asked twice in the same run, fused (`sgam@k`, `update_first`, the latency) and lexical
+only (`lexical@k`, `lexical_update_first`, `lexical_p50_ms`/`p99`).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from search_runs import (
 
 import pipeline
 from pipeline.db.store import Store
+from pipeline.embedding.vectors import fill_missing
 
 CATEGORIES = (
     "contradiction_resolution",
@@ -69,12 +76,20 @@ def load(store: Store, beam: Path, chat: int) -> dict[str, str]:
     return {e["episode_id"]: e["text"] for e in episodes}
 
 
-def run(backend: str, beam: Path, postgres: str) -> dict[str, Any]:
+def run(
+    backend: str, beam: Path, postgres: str, embedding: dict[str, Any] | None = None
+) -> dict[str, Any]:
     rows: dict[str, list[dict[str, float]]] = defaultdict(list)
     laps: list[float] = []
-    with scratch_store(backend, postgres) as store:
+    lexical_laps: list[float] = []
+    extra = {} if embedding is None else embedding
+    with scratch_store(backend, postgres, **extra) as store:
+        lexical = Store(store.settings.model_copy(update={"embedding_model": None}))
         for chat in range(1, 11):
             documents = load(store, beam, chat)
+            if embedding is not None:
+                left = fill_missing(store, tenant_ids=[f"beam-{chat}"])
+                assert not left.failed, "the embedding endpoint failed"
             reference = Bm25Reference(documents)
             probes = json.loads(
                 (
@@ -101,9 +116,31 @@ def run(backend: str, beam: Path, postgres: str) -> dict[str, Any]:
                     if original and updated:
                         row["sgam_update_first"] = _above(ranked, updated, original)
                         row["bm25_update_first"] = _above(plain, updated, original)
+                    if embedding is not None:
+                        alone = timed(lambda a=asked: pipeline.search(lexical, a), lexical_laps)
+                        words = [e.episode_id for e in alone.episodes]
+                        row["lexical@5"] = recall(words[:5], wanted)
+                        row["lexical@10"] = recall(words, wanted)
+                        if original and updated:
+                            row["lexical_update_first"] = _above(words, updated, original)
                     rows[category].append(row)
+        lexical.dispose()
     every = [row for group in rows.values() for row in group]
     updates = rows["knowledge_update"]
+    compared = {}
+    if embedding is not None:
+        lexical_times = percentiles(lexical_laps)
+        compared = {
+            "lexical_recall@5": mean([r["lexical@5"] for r in every]),
+            "lexical_recall@10": mean([r["lexical@10"] for r in every]),
+            "lexical_update_first": mean(
+                [r["lexical_update_first"] for r in updates if "lexical_update_first" in r]
+            ),
+            "lexical_per_category": {
+                name: mean([r["lexical@10"] for r in group]) for name, group in rows.items()
+            },
+            **{f"lexical_{name}": value for name, value in lexical_times.items()},
+        }
     return {
         "backend": backend,
         "questions": len(every),
@@ -120,6 +157,7 @@ def run(backend: str, beam: Path, postgres: str) -> dict[str, Any]:
             [r["bm25_update_first"] for r in updates if "bm25_update_first" in r]
         ),
         **percentiles(laps),
+        **compared,
     }
 
 
@@ -139,9 +177,24 @@ def main() -> None:
     parser.add_argument("--beam", type=Path, default=DEFAULT_BEAM)
     parser.add_argument("--postgres", default=DEFAULT_POSTGRES)
     parser.add_argument("--backends", default="sqlite,postgresql")
+    parser.add_argument("--embedding-url", help="an OpenAI-compatible /v1 (default: arm off)")
+    parser.add_argument("--embedding-model", default="all-MiniLM-L6-v2")
+    parser.add_argument(
+        "--embedding-timeout", type=float, default=300.0, help="seconds per request (a CPU model)"
+    )
+    parser.add_argument("--embedding-batch", type=int, default=16, help="texts per request")
     options = parser.parse_args()
+    embedding: dict[str, Any] | None = None
+    if options.embedding_url:
+        embedding = {
+            "embedding_base_url": options.embedding_url,
+            "embedding_model": options.embedding_model,
+            "embedding_timeout_s": options.embedding_timeout,
+            "embedding_batch": options.embedding_batch,
+        }
     for backend in options.backends.split(","):
-        print(json.dumps(run(backend, options.beam, options.postgres), indent=2))
+        figures = run(backend, options.beam, options.postgres, embedding)
+        print(json.dumps(figures, indent=2), flush=True)
 
 
 if __name__ == "__main__":

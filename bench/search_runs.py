@@ -27,15 +27,17 @@ DEFAULT_POSTGRES = "postgresql+psycopg://postgres@127.0.0.1:5432/sgam_search_ben
 
 
 @contextmanager
-def scratch_store(backend: str, postgres_url: str, catalog: Path | None = None) -> Iterator[Store]:
-    """An empty migrated store on `backend`, dropped afterwards."""
+def scratch_store(
+    backend: str, postgres_url: str, catalog: Path | None = None, **extra: Any
+) -> Iterator[Store]:
+    """An empty migrated store on `backend` (with `extra` settings), dropped afterwards."""
     with tempfile.TemporaryDirectory(prefix="sgam-search-bench-") as folder:
         if backend == "postgresql":
             scratch_databases.recreate(postgres_url)
             url = postgres_url
         else:
             url = f"sqlite:///{Path(folder) / 'search_bench.sqlite3'}"
-        fields: dict[str, Any] = {"database_url": url}
+        fields: dict[str, Any] = {"database_url": url} | extra
         if catalog is not None:
             fields["catalog_path"] = catalog
         settings = Settings(_env_file=None, **fields)  # type: ignore[call-arg]

@@ -5,8 +5,14 @@ naming the request's tool when tools are offered (Instructor's TOOLS mode), else
 message content. It counts the requests it holds at once (`peak_in_flight`) and, given a
 budget in requests per minute, answers 429 with `Retry-After` past it (a token bucket of one
 second's worth); `refuse_first` answers the first requests 429 whatever the budget.
-`GET /stub/stats` reports the counters; `POST /stub/config` changes the latency, the budget
-or the refusals, and zeroes the counters.
+It also answers `POST /v1/embeddings` with a toy embedding that is the same for the same text:
+each word but a few stop words, lowercased, a plural's `s` dropped and folded by a small
+synonym table (`CONCEPTS`: "automobile" is "car"), counted in one of `EMBEDDING_DIMENSIONS`
+dimensions by its hash, so texts that share words or synonyms are close. `embeddings_status`
+set answers every embeddings request with that HTTP status instead (a failing endpoint);
+`embedding_requests` and
+`embedded_texts` count them. `GET /stub/stats` reports the counters; `POST /stub/config`
+changes the latency, the budget or the refusals, and zeroes the counters.
 
     python bench/stub_llm.py --port 8199 --latency 0.4 [--rpm 600]
 
@@ -19,7 +25,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
+import re
 import socket
 import threading
 import time
@@ -30,6 +38,24 @@ from typing import Any
 import uvicorn
 
 EMPTY = {"updates": []}
+EMBEDDING_DIMENSIONS = 256
+# Words the toy embedding treats as one: what a real model knows and BM25 does not.
+CONCEPTS = {
+    "automobile": "car",
+    "vehicle": "car",
+    "physician": "doctor",
+    "medic": "doctor",
+    "canine": "dog",
+    "puppy": "dog",
+    "feline": "cat",
+    "kitten": "cat",
+    "residence": "home",
+    "house": "home",
+    "occupation": "job",
+    "profession": "job",
+    "employment": "job",
+    "equid": "zebra",
+}
 Answer = Callable[[dict[str, Any]], dict[str, Any]]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -65,6 +91,9 @@ class StubApp:
     delay: Callable[[dict[str, Any]], float] | None = None  # per request, instead of latency_s
     held: threading.Event | None = None  # answers wait until it is set (a test's release)
     stats: Stats = field(default_factory=Stats)
+    embeddings_status: int | None = None  # answer every embeddings request with this status
+    embedding_requests: int = 0
+    embedded_texts: int = 0
     _tokens: float = 0.0
     _at: float = field(default_factory=time.monotonic)
 
@@ -76,6 +105,8 @@ class StubApp:
         path, method = scope["path"], scope["method"]
         if path.endswith("/chat/completions") and method == "POST":
             await self._complete(json.loads(body), send)
+        elif path.endswith("/embeddings") and method == "POST":
+            await self._embed(json.loads(body), send)
         elif path == "/stub/stats":
             await _reply(send, 200, self.stats.as_json())
         elif path == "/stub/config" and method == "POST":
@@ -137,6 +168,49 @@ class StubApp:
         if stats.first_answer_at is None:
             stats.first_answer_at = stats.last_answer_at
         await _reply(send, 200, completion(request, arguments))
+
+    async def _embed(self, request: dict[str, Any], send: Send) -> None:
+        self.embedding_requests += 1
+        if self.embeddings_status is not None:
+            message = {"error": {"message": f"stub embeddings answer {self.embeddings_status}"}}
+            await _reply(send, self.embeddings_status, message)
+            return
+        texts = request["input"] if isinstance(request["input"], list) else [request["input"]]
+        self.embedded_texts += len(texts)
+        data = [
+            {"object": "embedding", "index": index, "embedding": toy_embedding(text)}
+            for index, text in enumerate(texts)
+        ]
+        tokens = sum(len(_WORDS.findall(text.lower())) for text in texts)
+        await _reply(
+            send,
+            200,
+            {
+                "object": "list",
+                "data": data,
+                "model": request.get("model", "stub"),
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            },
+        )
+
+
+_WORDS = re.compile(r"[a-z0-9]+")
+_STOP = frozenset(
+    "a an and are at be do does i in is it my of on the to what which you".split()  # noqa: SIM905
+)
+
+
+def toy_embedding(text: str) -> list[float]:
+    """A bag of folded words, hashed into EMBEDDING_DIMENSIONS counts (not normalised)."""
+    vector = [0.0] * EMBEDDING_DIMENSIONS
+    for word in _WORDS.findall(text.lower()):
+        if word in _STOP:
+            continue
+        word = word[:-1] if len(word) > 3 and word.endswith("s") else word
+        word = CONCEPTS.get(word, word)
+        digest = hashlib.blake2b(word.encode(), digest_size=4).digest()
+        vector[int.from_bytes(digest, "big") % EMBEDDING_DIMENSIONS] += 1.0
+    return vector
 
 
 def completion(request: dict[str, Any], arguments: str) -> dict[str, Any]:

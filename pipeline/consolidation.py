@@ -22,6 +22,7 @@ from pipeline.buffer.rules import stale
 from pipeline.db.models import CandidateRow, EpisodeRow, EventRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
+from pipeline.embedding.vectors import fill_quietly
 from pipeline.episodes.stage import EpisodeKey, drive, observe_consolidation, sweep
 from pipeline.errors import InvalidInput
 from pipeline.ledger import events
@@ -100,6 +101,8 @@ def consolidate(
     pending, stuck, _ = sweep(store, now=now, tenant_id=tenant)
     report.requeued = pending + stuck
     _done(step, "requeued")
+    # The embedding arm's backfill (a no-op when it is off): vectors the writes left missing.
+    embedded = fill_quietly(store, None if tenant is None else [tenant])
     report.recorded = store.run(lambda unit: _record(unit, report, command.actor))
     decisions = {
         "promoted": report.promoted,
@@ -113,6 +116,7 @@ def consolidate(
             "tenant": tenant,
             "decisions": decisions,
             "episodes": {"redriven": report.redriven, "requeued": report.requeued},
+            "embedded": {"facts": embedded.facts, "episodes": embedded.episodes},
             "duration_ms": round((time.perf_counter() - started) * 1000, 3),
         },
     )

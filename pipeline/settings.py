@@ -106,6 +106,29 @@ class Settings(BaseSettings):
     llm_price_out: float | None = Field(
         default=None, ge=0, description="price per million completion tokens"
     )
+    # The search read's optional embedding arm: unset model, no vectors and lexical search only.
+    # Any OpenAI-compatible /v1/embeddings endpoint; the model lane's URL and key by default.
+    embedding_model: str | None = Field(
+        default=None,
+        description="the embedding model the endpoint serves (unset: no embedding arm, search "
+        "is lexical only), e.g. text-embedding-3-small",
+    )
+    embedding_base_url: str | None = Field(
+        default=None, description="the embeddings endpoint; unset: SGAM_LLM_BASE_URL"
+    )
+    embedding_api_key: SecretStr | None = Field(
+        default=None, description="sent as a bearer token; unset: SGAM_LLM_API_KEY"
+    )
+    embedding_timeout_s: float = Field(default=30.0, gt=0, le=600, description="per request")
+    embedding_max_attempts: int = Field(
+        default=3, ge=1, le=20, description="HTTP attempts per embedding call (429, 5xx, timeouts)"
+    )
+    embedding_batch: int = Field(
+        default=64, ge=1, le=2048, description="texts embedded in one request at write time"
+    )
+    embedding_price: float | None = Field(
+        default=None, ge=0, description="price per million embedding tokens (usage reports cost)"
+    )
     dates_day_first: bool = Field(
         default=False, description="read 03/04/2026 as 3 April (else slash dates are not read)"
     )
@@ -243,15 +266,36 @@ class Settings(BaseSettings):
     @field_validator("llm_base_url")
     @classmethod
     def _http_url(cls, url: str | None) -> str | None:
-        if url is None or not url.strip():
-            return None
-        if not url.startswith(("http://", "https://")):
-            raise ValueError("must be an http:// or https:// URL, e.g. http://127.0.0.1:8080/v1")
-        return url.rstrip("/")
+        return _http_url_or_none(url)
 
     @property
     def llm_configured(self) -> bool:
         return self.llm_base_url is not None
+
+    @field_validator("embedding_base_url")
+    @classmethod
+    def _embedding_url(cls, url: str | None) -> str | None:
+        return _http_url_or_none(url)
+
+    @field_validator("embedding_model")
+    @classmethod
+    def _embedding_model(cls, model: str | None) -> str | None:
+        return model.strip() if model is not None and model.strip() else None
+
+    @property
+    def embedding_url(self) -> str | None:
+        """The embeddings endpoint: its own setting, else the model lane's."""
+        return self.embedding_base_url or self.llm_base_url
+
+    @property
+    def embedding_key(self) -> str:
+        key = self.embedding_api_key if self.embedding_api_key is not None else self.llm_api_key
+        return key.get_secret_value()
+
+    @property
+    def embedding_configured(self) -> bool:
+        """The embedding arm is on: a model is named and an endpoint is known."""
+        return self.embedding_model is not None and self.embedding_url is not None
 
     @field_validator("redis_url")
     @classmethod
@@ -290,6 +334,14 @@ class Settings(BaseSettings):
     @classmethod
     def _supported_url(cls, url: str) -> str:
         return normalise_database_url(url)
+
+
+def _http_url_or_none(url: str | None) -> str | None:
+    if url is None or not url.strip():
+        return None
+    if not url.startswith(("http://", "https://")):
+        raise ValueError("must be an http:// or https:// URL, e.g. http://127.0.0.1:8080/v1")
+    return url.rstrip("/")
 
 
 def normalise_database_url(url: str) -> str:

@@ -211,8 +211,14 @@ class SearchKind(StrEnum):
     EPISODES = "episodes"
 
 
+class VectorArm(StrEnum):
+    FUSED = "fused"
+    FAILED = "failed"
+
+
 class FoundFact(Fact):
-    """A fact as `get` returns it, with its relevance to the query (BM25, higher first)."""
+    """A fact as `get` returns it, with its relevance to the query (BM25, or with the
+    embedding arm on the reciprocal-rank fusion of BM25 and cosine; higher first)."""
 
     score: float
 
@@ -233,6 +239,12 @@ class SearchResult(Result):
     query: str
     facts: list[FoundFact] = Field(default_factory=list)
     episodes: list[FoundEpisode] = Field(default_factory=list)
+    vectors: VectorArm | None = Field(
+        default=None,
+        exclude_if=absent_when_none,
+        description="the embedding arm (absent: off): `fused` (cosine and BM25 fused by "
+        "reciprocal rank), `failed` (the query could not be embedded: this answer is lexical)",
+    )
 
     @property
     def found(self) -> bool:

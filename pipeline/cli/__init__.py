@@ -59,6 +59,7 @@ for command in (
     facts.get,
     facts.history,
     search.search,
+    search.embed,
     imports.import_facts,
     lifecycle.promote,
     lifecycle.dismiss,

@@ -260,7 +260,8 @@ def episodes_retry(episode_ids: tuple[str, ...], tenant: str | None, as_json: bo
 @json_output
 def usage(tenant: str | None, since: str | None, as_json: bool) -> None:
     """What the model lane spent per tenant, model and UTC day: requests, attempts, tokens,
-    latency p50/p99, and cost when SGAM_LLM_PRICE_IN/OUT are set; exit 1 when nothing."""
+    latency p50/p99, and cost when SGAM_LLM_PRICE_IN/OUT are set; then the embedding arm's
+    calls, texts and tokens (cost with SGAM_EMBEDDING_PRICE); exit 1 when nothing."""
     from pipeline.episodes.usage import llm_usage
 
     query = {key: value for key, value in (("tenant_id", tenant), ("since", since)) if value}
@@ -277,5 +278,12 @@ def usage(tenant: str | None, since: str | None, as_json: bool) -> None:
                 f"{row.attempts} attempts, {spent}, p50 {row.latency_p50_ms:.0f} ms, "
                 f"p99 {row.latency_p99_ms:.0f} ms{cost}"
             )
-    if not report.rows:
+        for calls in report.embeddings:
+            cost = "" if calls.cost is None else f"  cost {calls.cost:.4f}"
+            click.echo(
+                f"{calls.day}  {calls.tenant_id}  {calls.model}  embeddings: {calls.calls} calls "
+                f"({calls.query_calls} for queries, {calls.failed} failed), {calls.attempts} "
+                f"attempts, {calls.texts} texts, {calls.tokens} tokens{cost}"
+            )
+    if not report.rows and not report.embeddings:
         raise click.exceptions.Exit(1)

@@ -1,4 +1,5 @@
-"""`sgam search`: a subject's facts and episodes that speak of a query, best first."""
+"""`sgam search`: a subject's facts and episodes that speak of a query, best first; `sgam embed`:
+the embedding arm's backfill."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 import click
 
 from pipeline.cli import output
-from pipeline.cli.options import opened_store, reviewer, scope_fields, scoped
+from pipeline.cli.options import json_output, opened_store, reviewer, scope_fields, scoped
 
 
 @click.command()
@@ -46,4 +47,42 @@ def search(tenant: str, agent: str, purpose: str, as_json: bool, **options: Any)
     if not found.found:
         if not output.wants_json(as_json):
             click.echo("nothing found", err=True)
+        raise click.exceptions.Exit(1)
+
+
+@click.command()
+@click.option("--tenant", help="Only this tenant's facts and episodes (default: all).")
+@click.option(
+    "--limit",
+    type=click.IntRange(1, 1_000_000),
+    default=100_000,
+    show_default=True,
+    help="At most this many facts and this many episodes.",
+)
+@json_output
+def embed(tenant: str | None, limit: int, as_json: bool) -> None:
+    """Give vectors to the facts and episodes that lack one (SGAM_EMBEDDING_MODEL's); exit 1
+    when none lacked one, 5 when the endpoint failed (what is left waits for the next run)."""
+    from pipeline.embedding.vectors import fill_missing
+    from pipeline.errors import InvalidInput
+
+    with opened_store() as store:
+        if not store.settings.embedding_configured:
+            raise InvalidInput(
+                "SGAM_EMBEDDING_MODEL", "is not set (or no endpoint URL): the embedding arm is off"
+            )
+        filled = fill_missing(store, tenant_ids=None if tenant is None else [tenant], limit=limit)
+    counts = {"facts": filled.facts, "episodes": filled.episodes, "failed": filled.failed}
+    if output.wants_json(as_json):
+        output.emit_json(counts)
+    else:
+        click.echo(f"embedded {filled.facts} facts and {filled.episodes} episodes")
+    if filled.failed:
+        click.echo(
+            f"the embedding endpoint failed: {filled.failed} texts left without a vector "
+            "(run again later)",
+            err=True,
+        )
+        raise click.exceptions.Exit(5)
+    if not filled.facts and not filled.episodes:
         raise click.exceptions.Exit(1)

@@ -3,7 +3,7 @@
 The ledger (`ledger_tables`: claims, facts, events, idempotency keys) and the pipeline's
 intake and recurrence buffer (`stage_tables`: episodes, candidates and their support) share
 one declarative base (`base`) and one set of migrations, with the HTTP service's API keys
-(`access_tables`).
+(`access_tables`) and the search read's vectors (`vector_tables`).
 """
 
 from pipeline.db.access_tables import ROLES, ApiKeyRow
@@ -19,6 +19,7 @@ from pipeline.db.ledger_tables import (
     ScopedKey,
 )
 from pipeline.db.stage_tables import EPISODES, CandidateRow, EpisodeRow, SupportRow
+from pipeline.db.vector_tables import EmbeddingSpendRow, EpisodeVectorRow, FactVectorRow
 
 __all__ = [
     "ROLES",
@@ -31,6 +32,9 @@ __all__ = [
     "TRUST_LEVELS",
     "Base",
     "CandidateRow",
+    "EmbeddingSpendRow",
+    "EpisodeVectorRow",
+    "FactVectorRow",
     "EpisodeRow",
     "ClaimRow",
     "Content",

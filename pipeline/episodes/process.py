@@ -15,6 +15,7 @@ from functools import partial
 
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
+from pipeline.embedding.vectors import AFTER_BATCH_LIMIT, fill_quietly
 from pipeline.episodes.claimed import Claimed, Extracted, Outcome
 from pipeline.episodes.claiming import claim, claim_waiting
 from pipeline.episodes.contexts import batch_contexts, run_extraction
@@ -52,13 +53,16 @@ def process_episodes(
     SGAM_TASK_TIME_LIMIT_S at most (the task must end well within its limit)."""
     extractor = choose(store.settings, llm=llm)
     if extractor is not RULES:
-        return _with_model(store, keys, extractor, more=more)
-    batch = store.settings.worker_batch
-    outcomes: dict[EpisodeKey, Outcome] = {}
-    for start in range(0, len(keys), batch):
-        claimed = _claim(store, partial(claim, keys=keys[start : start + batch]), batch)
-        if claimed:
-            outcomes |= _with_rules(store, claimed, extractor)
+        outcomes = _with_model(store, keys, extractor, more=more)
+    else:
+        batch = store.settings.worker_batch
+        outcomes = {}
+        for start in range(0, len(keys), batch):
+            claimed = _claim(store, partial(claim, keys=keys[start : start + batch]), batch)
+            if claimed:
+                outcomes |= _with_rules(store, claimed, extractor)
+    # The embedding arm, after the ledger committed (a no-op when off; never raises).
+    fill_quietly(store, {tenant_id for tenant_id, _ in outcomes}, limit=AFTER_BATCH_LIMIT)
     return outcomes
 
 

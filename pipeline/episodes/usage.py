@@ -1,6 +1,7 @@
 """Usage of the model lane per tenant, model and UTC day, read from the episodes' own records
 (`episodes.usage`, written with each episode's outcome): requests, attempts, tokens, latency
-percentiles and, with SGAM_LLM_PRICE_IN/OUT set, cost.
+percentiles and, with SGAM_LLM_PRICE_IN/OUT set, cost; and beside them the embedding arm's
+calls (`embedding.spend`).
 
 Every model extraction of an episode is counted: its row keeps the last one's usage and the
 earlier ones beside it (`earlier`: the tries that failed before a retry, or were lost to a
@@ -20,6 +21,7 @@ from sqlalchemy import func, select
 
 from pipeline.db.models import EpisodeRow
 from pipeline.db.store import Store
+from pipeline.embedding.spend import embedding_usage
 from pipeline.settings import Settings
 from pipeline.validation import parse
 from schemas.fields import Identifier, UtcDatetime
@@ -55,8 +57,12 @@ def llm_usage(store: Store, query: UsageQuery | Mapping[str, Any] | None = None)
                 if extraction.get("model"):  # the rules spend nothing
                     groups[(tenant_id, extraction["model"], day)].append(extraction)
     rows = [_row(key, spent, store.settings) for key, spent in sorted(groups.items())]
+    embeddings = embedding_usage(store, query.tenant_id, query.since)
     costs = [row.cost for row in rows if row.cost is not None]
-    return UsageReport(rows=rows, total_cost=round(sum(costs), 6) if costs else None)
+    costs += [row.cost for row in embeddings if row.cost is not None]
+    return UsageReport(
+        rows=rows, embeddings=embeddings, total_cost=round(sum(costs), 6) if costs else None
+    )
 
 
 def _row(key: tuple[str, str, date], spent: list[dict[str, Any]], settings: Settings) -> UsageRow:

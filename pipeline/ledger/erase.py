@@ -1,11 +1,11 @@
 """Erasing a subject's content for a purge, from every table that holds any: values and
-evidence become null, episode texts and metadata are erased, and every hash derived from
-content is replaced by a token that cannot be traced back to it (a value from a small domain —
-a date, a boolean, an enum — could otherwise be found by hashing each candidate). Free text
-written about the subject — a refusal's message ("not a number: …" quotes the refused value),
-a decision's reason (a reviewer's words, a refusal's text), an episode's last error — is
-erased too: it may quote a value. Ids, timestamps and the shape of the history stay for the
-audit.
+evidence become null, episode texts and metadata are erased, the search read's vectors of
+both are deleted, and every hash derived from content is replaced by a token that cannot be
+traced back to it (a value from a small domain — a date, a boolean, an enum — could otherwise
+be found by hashing each candidate). Free text written about the subject — a refusal's message
+("not a number: …" quotes the refused value), a decision's reason (a reviewer's words, a
+refusal's text), an episode's last error — is erased too: it may quote a value. Ids,
+timestamps and the shape of the history stay for the audit.
 """
 
 from __future__ import annotations
@@ -15,15 +15,17 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.orm import Session
 
 from pipeline.db.models import (
     CandidateRow,
     ClaimRow,
     EpisodeRow,
+    EpisodeVectorRow,
     EventRow,
     FactRow,
+    FactVectorRow,
     IdempotencyRow,
     SupportRow,
 )
@@ -89,6 +91,12 @@ def erase(session: Session, tenant_id: str, subject: str) -> None:
         cached.result = _scrub(cached.result, shred)
         cached.command_hash = PURGED
     _erase_pipeline(session, tenant_id, subject, shred)
+    for vectors in (FactVectorRow, EpisodeVectorRow):  # the embedding arm's: derived content
+        session.execute(
+            delete(vectors)
+            .where(vectors.tenant_id == tenant_id, vectors.subject == subject)
+            .execution_options(synchronize_session=False)
+        )
     session.flush()
 
 

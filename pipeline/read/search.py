@@ -9,13 +9,12 @@ takes its document frequencies and lengths from that filtered scope, never the w
 so other tenants' rows and hidden versions never move a score.
 
 Among the episodes answered, a later one that scores close to an earlier one comes first
-(`RECENCY`): what was said last about a thing is usually what holds (a rescheduled date, a
-changed plan).
+(`search_recency`). With SGAM_EMBEDDING_MODEL set, each kind's BM25 ranking is fused by
+reciprocal rank with a cosine ranking over the same filtered scope (`search_vectors`).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Annotated, Any
@@ -29,19 +28,17 @@ from sqlalchemy.dialects.postgresql import TSQUERY
 from pipeline.db import search_index
 from pipeline.db.models import FACT_COLUMNS, EpisodeRow, FactRow
 from pipeline.db.store import Store
+from pipeline.read import search_recency as recency
+from pipeline.read import search_vectors as vectors
 from pipeline.read.facts import SubjectQuery, visible
-from pipeline.read.search_terms import query_words, stems
+from pipeline.read.search_terms import query_words, snippet, stems
 from pipeline.validation import parse
 from schemas.episodes import SOURCE_TRUST
 from schemas.facts import Trust
 from schemas.fields import Text, UtcDatetime
-from schemas.results import FoundEpisode, FoundFact, SearchKind, SearchResult
+from schemas.results import FoundEpisode, FoundFact, SearchKind, SearchResult, VectorArm
 
 K1, B = 1.2, 0.75
-# A later episode gains up to this share of its score over the earliest one answered
-# (measured on BEAM's knowledge-update questions: bench/README.md).
-RECENCY = 1.0
-SNIPPET_CHARS = 300
 MAX_LIMIT = 100
 MAX_QUERY_CHARS = 2_000
 RELEVANCE_LIMIT = 100_000  # context ranks every matching fact of a scope
@@ -69,10 +66,13 @@ def fact_relevance(store: Store, query: SearchQuery | Mapping[str, Any]) -> dict
     """Every matching visible fact's BM25 score by fact id, with no limit: what context
     assembly ranks the scope's facts by."""
     query = parse(SearchQuery, query).model_copy(update={"kinds": [SearchKind.FACTS]})
-    return {fact.fact_id: fact.score for fact in _search(store, query, RELEVANCE_LIMIT).facts}
+    found = _search(store, query, RELEVANCE_LIMIT, embedding=False)  # BM25 alone ranks a scope
+    return {fact.fact_id: fact.score for fact in found.facts}
 
 
-def _search(store: Store, query: SearchQuery, limit: int) -> SearchResult:
+def _search(
+    store: Store, query: SearchQuery, limit: int, *, embedding: bool = True
+) -> SearchResult:
     words = query_words(store.catalog, query.query)
     if not words:
         return SearchResult(query=query.query)
@@ -80,20 +80,27 @@ def _search(store: Store, query: SearchQuery, limit: int) -> SearchResult:
     params = query.model_dump(include={"tenant_id", "agent_id", "purpose", "subject", "known_at"})
     params |= {"now": now, "at": query.at or now, "limit": limit}
     postgres = store.is_postgres
+    vector, arm = None, None
+    if embedding and store.settings.embedding_configured:  # the embedding arm (search_vectors)
+        vector = vectors.query_vector(store, query.tenant_id, query.query)
+        arm = VectorArm.FAILED if vector is None else VectorArm.FUSED
+        params["model"] = store.settings.embedding_model
     with store.reading() as connection:
         terms = stems(connection, words, postgres)
         if not terms:
             return SearchResult(query=query.query)
         params |= {"terms": terms, "tsquery": " | ".join(map(_lexeme, terms))}
         facts = (
-            _facts(connection, query, params, postgres) if SearchKind.FACTS in query.kinds else []
+            _facts(connection, query, params, postgres, vector)
+            if SearchKind.FACTS in query.kinds
+            else []
         )
         episodes = (
-            _episodes(connection, query, params, postgres, words)
+            _episodes(connection, query, params, postgres, words, vector)
             if SearchKind.EPISODES in query.kinds
             else []
         )
-    return SearchResult(query=query.query, facts=facts, episodes=episodes)
+    return SearchResult(query=query.query, facts=facts, episodes=episodes, vectors=arm)
 
 
 def _lexeme(term: str) -> str:
@@ -155,10 +162,20 @@ def _term_list() -> Any:
 
 
 def _facts(
-    connection: Connection, query: SearchQuery, params: dict[str, Any], postgres: bool
+    connection: Connection,
+    query: SearchQuery,
+    params: dict[str, Any],
+    postgres: bool,
+    vector: list[float] | None,
 ) -> list[FoundFact]:
-    statement = _fact_ranking(postgres, query.known_at is not None, query.include_quarantined)
-    ranked = connection.execute(statement, params).all()
+    known, quarantined = query.known_at is not None, query.include_quarantined
+    ranked: Sequence[Any] = connection.execute(
+        _fact_ranking(postgres, known, quarantined), params
+    ).all()
+    if vector is not None:
+        conditions = visible("get", known, quarantined)
+        similar = vectors.fact_similarities(connection, conditions, params, vector, params["limit"])
+        ranked = list(vectors.fuse(ranked, similar, params["limit"]).items())
     if not ranked:
         return []
     scores = {doc: float(score) for doc, score in ranked}
@@ -265,16 +282,23 @@ def _episodes(
     params: dict[str, Any],
     postgres: bool,
     words: Sequence[str],
+    vector: list[float] | None,
 ) -> list[FoundEpisode]:
-    ranking, fetch = _episode_statements(
-        postgres, query.known_at is not None, query.include_quarantined
-    )
-    ranked = connection.execute(ranking, params).all()
-    if not ranked:
+    known, quarantined = query.known_at is not None, query.include_quarantined
+    ranking, fetch, similar = _episode_statements(postgres, known, quarantined)
+    scores = {doc: float(score) for doc, score in connection.execute(ranking, params)}
+    close = []
+    if vector is not None:
+        close = vectors.episode_similarities(connection, similar, params, vector, params["limit"])
+    docs = list(scores) + [doc for doc, _ in close if doc not in scores]
+    if not docs:
         return []
-    scores = {doc: float(score) for doc, score in ranked}
-    rows = connection.execute(fetch, {"tenant_id": query.tenant_id, "docs": list(scores)}).all()
-    best = _by_recency(rows, scores)
+    rows = connection.execute(fetch, {"tenant_id": query.tenant_id, "docs": docs}).all()
+    by_doc = {row.doc: row for row in rows}
+    ranked = recency.lifted([row for row in rows if row.doc in scores], scores)
+    if vector is not None:  # the lexical arm in its recency order, fused with the cosine's
+        ranked = list(vectors.fuse(ranked, close, params["limit"]).items())
+    best = [recency.found(by_doc[doc], score) for doc, score in ranked]
     return [
         episode.model_copy(update={"snippet": snippet(episode.snippet, words)}) for episode in best
     ]
@@ -283,8 +307,9 @@ def _episodes(
 @cache
 def _episode_statements(
     postgres: bool, known: bool, quarantined: bool
-) -> tuple[Select[Any], Select[Any]]:
-    """The ranking statement and the one that reads the best episodes, built once."""
+) -> tuple[Select[Any], Select[Any], Select[Any]]:
+    """The ranking statement, the one that reads the best episodes and the one that reads
+    the scope's vectors (keyed as the ranking is), built once."""
     conditions = _episode_conditions(known, quarantined)
     if postgres:
         vector: Any = sql_column(_VECTOR)
@@ -350,36 +375,4 @@ def _episode_statements(
             key.in_(bindparam("docs", expanding=True)),
         )
     )
-    return _ranked(scope, hits.cte("hits")), fetch
-
-
-def _by_recency(rows: Sequence[Any], scores: Mapping[Any, float]) -> list[FoundEpisode]:
-    """The best episodes by BM25, their scores lifted by how late each was said among them:
-    the latest gains RECENCY of its score, the earliest nothing. Only the order within the
-    answer changes (which episodes are in it is BM25's choice), so recency never costs
-    recall."""
-    moments = sorted({row.occurred_at for row in rows})
-    last = max(len(moments) - 1, 1)
-    position = {moment: index / last for index, moment in enumerate(moments)}
-    found = [
-        FoundEpisode(
-            episode_id=row.episode_id,
-            occurred_at=row.occurred_at,
-            session_id=row.session_id,
-            snippet=row.text,  # cut to a snippet once the best are known
-            score=scores[row.doc] * (1 + RECENCY * position[row.occurred_at]),
-        )
-        for row in rows
-    ]
-    return sorted(found, key=lambda episode: (-episode.score, episode.episode_id))
-
-
-def snippet(text: str, words: Sequence[str]) -> str:
-    """The text, or about SNIPPET_CHARS of it around the first query word it holds."""
-    if len(text) <= SNIPPET_CHARS:
-        return text
-    stems = "|".join(re.escape(word[:5]) for word in words)
-    first = re.search(rf"\b(?:{stems})", text, re.IGNORECASE) if stems else None
-    start = max(0, (first.start() if first else 0) - SNIPPET_CHARS // 3)
-    cut = text[start : start + SNIPPET_CHARS]
-    return ("…" if start else "") + cut + ("…" if start + SNIPPET_CHARS < len(text) else "")
+    return _ranked(scope, hits.cte("hits")), fetch, vectors.scope_vectors(key, joined, conditions)

@@ -9,7 +9,7 @@ with the same stop words dropped from the query here.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from sqlalchemy import Connection, text
 
@@ -17,6 +17,7 @@ from pipeline.db.search_index import POSTGRES_CONFIG, SQLITE_TOKENIZER
 from schemas.catalog import Catalog
 
 WORD = re.compile(r"\w+")
+SNIPPET_CHARS = 300
 
 # PostgreSQL 15's english.stop, so both stores drop the same words from a query.
 STOP_WORDS = frozenset(
@@ -84,3 +85,14 @@ def stems(connection: Connection, words: Iterable[str], postgres: bool) -> list[
     terms = [str(term) for term in found.scalars()]
     connection.execute(text("DELETE FROM temp.sgam_stem"))
     return terms
+
+
+def snippet(text: str, words: Sequence[str]) -> str:
+    """The text, or about SNIPPET_CHARS of it around the first query word it holds."""
+    if len(text) <= SNIPPET_CHARS:
+        return text
+    prefixes = "|".join(re.escape(word[:5]) for word in words)
+    first = re.search(rf"\b(?:{prefixes})", text, re.IGNORECASE) if prefixes else None
+    start = max(0, (first.start() if first else 0) - SNIPPET_CHARS // 3)
+    cut = text[start : start + SNIPPET_CHARS]
+    return ("…" if start else "") + cut + ("…" if start + SNIPPET_CHARS < len(text) else "")

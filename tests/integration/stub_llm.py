@@ -23,3 +23,4 @@ def _load() -> Any:
 
 stub_llm = _load()
 StubServer = stub_llm.StubServer
+EMBEDDING_DIMENSIONS = stub_llm.EMBEDDING_DIMENSIONS

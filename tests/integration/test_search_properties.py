@@ -2,12 +2,16 @@
 quarantine, expire, forget and purge, every value and episode a decoy equal to the query,
 and the search finds exactly what `get` shows (now, at a valid time, as believed at a known
 time, with and without the reviewer's view) and exactly the episodes the rules leave visible:
-never a superseded, corrected, expired, quarantined, forgotten or purged memory."""
+never a superseded, corrected, expired, quarantined, forgotten or purged memory. The same
+holds with the embedding arm on (the stub's toy embeddings, every row given its vector after
+each step), asked with a paraphrase no word of which is in any row: what it finds comes from
+the cosine ranking alone."""
 
 from __future__ import annotations
 
 import contextlib
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -17,13 +21,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pipeline
-from pipeline.db.store import Store
+from pipeline.db.store import Store, open_store
+from pipeline.embedding.client import close_clients
+from pipeline.embedding.vectors import fill_missing
 from pipeline.errors import ConflictError
-from tests.factories import FrozenClock
+from schemas.results import VectorArm
+from tests.factories import FrozenClock, isolated_settings
+from tests.integration.stub_llm import StubServer
 
 pytestmark = pytest.mark.slow
 
 QUERY = "zebra"
+PARAPHRASE = "equids"  # the stub's toy embedding folds it into "zebra"; BM25 knows no such word
 VALUES = ["zebra", "zebras", "a zebra", "Zebra!"]
 ATTRIBUTES = ["home_city", "employer"]
 TRUSTS = ["inferred", "verified", "user_confirmed", "untrusted"]
@@ -65,10 +74,16 @@ class Said:
 
 
 def _apply(
-    store: Store, clock: FrozenClock, scope: dict[str, str], history: list[Operation], said: Said
+    store: Store,
+    clock: FrozenClock,
+    scope: dict[str, str],
+    history: list[Operation],
+    said: Said,
+    after: Callable[[], object] = lambda: None,
 ) -> list[datetime]:
     moments = []
     for kind, step in history:
+        after()
         clock.set(clock() + timedelta(hours=1))
         moments.append(clock())
         if kind == "put":
@@ -106,6 +121,7 @@ def _apply(
             pipeline.forget(store, scope | {"purge": step["purge"]})
             said.visible.clear()
             said.untrusted.clear()
+    after()
     return moments
 
 
@@ -116,20 +132,45 @@ def _facts(found: list[Any]) -> set[tuple[str, int]]:
 def test_search_shows_exactly_what_get_and_the_episode_rules_show(
     clocked_store: Store, clock: FrozenClock
 ) -> None:
-    store = clocked_store
+    _check(clocked_store, clock, QUERY)
+
+
+@pytest.fixture
+def embedding_store(database_url: str, clock: FrozenClock) -> Iterator[Store]:
+    with StubServer() as stub:
+        settings = isolated_settings(
+            database_url=database_url, embedding_model="toy", embedding_base_url=stub.base_url
+        )
+        opened = open_store(settings, clock=clock)
+        yield opened
+        opened.dispose()
+        close_clients()
+
+
+def test_the_vector_arm_shows_no_more_than_get_and_the_episode_rules(
+    embedding_store: Store, clock: FrozenClock
+) -> None:
+    _check(embedding_store, clock, PARAPHRASE, after=lambda: fill_missing(embedding_store))
+
+
+def _check(
+    store: Store, clock: FrozenClock, query: str, after: Callable[[], object] = lambda: None
+) -> None:
+    embedded = store.settings.embedding_configured
 
     @settings(max_examples=15 if store.is_postgres else 30, deadline=None)
     @given(history=operations, data=st.data())
     def check(history: list[Operation], data: st.DataObject) -> None:
         scope = {"tenant_id": "acme", "subject": f"s-{uuid.uuid4().hex[:10]}"}
         said = Said()
-        moments = _apply(store, clock, scope, history, said)
+        moments = _apply(store, clock, scope, history, said, after)
         clock.set(clock() + timedelta(hours=1))
-        ask = scope | {"query": QUERY, "limit": 100}
+        ask = scope | {"query": query, "limit": 100}
         branches = set()
         for reviewer in (False, True):
             options = {"include_quarantined": reviewer}
             found = pipeline.search(store, ask | options)
+            assert found.vectors is (VectorArm.FUSED if embedded else None)
             assert _facts(found.facts) == _facts(pipeline.get(store, scope | options))
             expected = said.visible | (said.untrusted if reviewer else set())
             assert {episode.episode_id for episode in found.episodes} == expected

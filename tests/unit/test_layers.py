@@ -9,18 +9,19 @@ top-level module of `pipeline`; units on one line are independent of each other)
  3. pipeline.catalog, pipeline.observe   loading the memory-schema catalogue; traces
  4. pipeline.db             tables, backends, the store and its unit of work
  5. pipeline.ledger         the bi-temporal write path and the decision log
- 6. pipeline.read, pipeline.access, pipeline.extract
- 7. pipeline.buffer         the recurrence buffer (writes through the ledger)
- 8. pipeline.policy         what to do with a candidate (write, quarantine, buffer)
- 9. pipeline.episodes       intake, processing, states, driving
-10. pipeline.hot_path, pipeline.consolidation, pipeline.rebuild (replay of the whole log)
-11. pipeline.demo
-12. pipeline                the public Python API (`pipeline/__init__.py`)
-13. pipeline.api            the HTTP service's routes, operations, access and problems
-14. pipeline.ui, pipeline.mcp   the review UI and the MCP server, over the API's operations
-15. pipeline.api.app, pipeline.cli   the composition roots: the HTTP app (mounts the API's
+ 6. pipeline.embedding      the search read's optional vectors: endpoint, storage, spend
+ 7. pipeline.read, pipeline.access, pipeline.extract
+ 8. pipeline.buffer         the recurrence buffer (writes through the ledger)
+ 9. pipeline.policy         what to do with a candidate (write, quarantine, buffer)
+10. pipeline.episodes       intake, processing, states, driving
+11. pipeline.hot_path, pipeline.consolidation, pipeline.rebuild (replay of the whole log)
+12. pipeline.demo
+13. pipeline                the public Python API (`pipeline/__init__.py`)
+14. pipeline.api            the HTTP service's routes, operations, access and problems
+15. pipeline.ui, pipeline.mcp   the review UI and the MCP server, over the API's operations
+16. pipeline.api.app, pipeline.cli   the composition roots: the HTTP app (mounts the API's
                             routers, the UI and MCP) and the command line
-16. workers                 the Celery tasks
+17. workers                 the Celery tasks
 
 The rule is checked on the source with `ast`, imports inside functions and under
 TYPE_CHECKING included: a lazy import is still a dependency.
@@ -42,6 +43,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("pipeline.catalog", "pipeline.observe"),
     ("pipeline.db",),
     ("pipeline.ledger",),
+    ("pipeline.embedding",),
     ("pipeline.read", "pipeline.access", "pipeline.extract"),
     ("pipeline.buffer",),
     ("pipeline.policy",),

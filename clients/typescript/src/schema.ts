@@ -582,6 +582,51 @@ export interface components {
             status: components["schemas"]["CandidateStatus"];
             fact?: components["schemas"]["Fact"] | null;
         };
+        /** EmbeddingUsageRow */
+        EmbeddingUsageRow: {
+            /** Tenant Id */
+            tenant_id: string;
+            /** Model */
+            model: string;
+            /**
+             * Day
+             * Format: date
+             * @description UTC day of the calls
+             */
+            day: string;
+            /**
+             * Calls
+             * @description requests to the embeddings endpoint that ended
+             */
+            calls: number;
+            /**
+             * Failed
+             * @description of those, calls that gave no vectors after their retries
+             */
+            failed: number;
+            /**
+             * Attempts
+             * @description HTTP requests sent, retries included
+             */
+            attempts: number;
+            /**
+             * Texts
+             * @description texts embedded: facts, episodes and search queries
+             */
+            texts: number;
+            /**
+             * Query Calls
+             * @description of the calls, those that embedded a search's query
+             */
+            query_calls: number;
+            /** Tokens */
+            tokens: number;
+            /**
+             * Cost
+             * @description when SGAM_EMBEDDING_PRICE is set: per million tokens
+             */
+            cost?: number | null;
+        };
         /**
          * EpisodeDetail
          * @description An episode with the candidates it supports, every decision taken for it and the
@@ -774,7 +819,8 @@ export interface components {
         };
         /**
          * FoundFact
-         * @description A fact as `get` returns it, with its relevance to the query (BM25, higher first).
+         * @description A fact as `get` returns it, with its relevance to the query (BM25, or with the
+         *     embedding arm on the reciprocal-rank fusion of BM25 and cosine; higher first).
          */
         FoundFact: {
             /** Fact Id */
@@ -1119,6 +1165,8 @@ export interface components {
             facts?: components["schemas"]["FoundFact"][];
             /** Episodes */
             episodes?: components["schemas"]["FoundEpisode"][];
+            /** @description the embedding arm (absent: off): `fused` (cosine and BM25 fused by reciprocal rank), `failed` (the query could not be embedded: this answer is lexical) */
+            vectors?: components["schemas"]["VectorArm"] | null;
         };
         /**
          * SourceKind
@@ -1314,6 +1362,11 @@ export interface components {
         UsageReport: {
             /** Rows */
             rows?: components["schemas"]["UsageRow"][];
+            /**
+             * Embeddings
+             * @description the search read's embedding arm's calls (absent: none in the period)
+             */
+            embeddings?: components["schemas"]["EmbeddingUsageRow"][];
             /** Total Cost */
             total_cost?: number | null;
         };
@@ -1353,6 +1406,11 @@ export interface components {
              */
             cost?: number | null;
         };
+        /**
+         * VectorArm
+         * @enum {string}
+         */
+        VectorArm: "fused" | "failed";
         /**
          * Problem
          * @description RFC 9457 problem details. `type` is stable per error class (`urn:sgam:problem:...`).

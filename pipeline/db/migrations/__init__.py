@@ -4,4 +4,4 @@
 import at start-up; a test keeps it equal to Alembic's own head.
 """
 
-HEAD = "0009"
+HEAD = "0010"
