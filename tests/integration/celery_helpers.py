@@ -3,6 +3,7 @@ Redis (a database number of their own) and a PostgreSQL database of their own.""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -20,6 +21,14 @@ from pipeline.db.models import EpisodeRow
 from tests.parallel import redis_urls
 
 REDIS_URL = redis_urls()[0]  # this xdist worker's own db (tests/parallel.py)
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_the_test_process() -> None:
+    """In the child before exec: SIGKILL it when the test process dies. A worker left behind by
+    a test that could not stop it (an interrupted run) would otherwise go on taking messages
+    from its Redis db, and a later run's test on the same db would wait for wake-ups it ate."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def celery_database_url(postgres_url: str) -> str:
@@ -57,6 +66,7 @@ class Celery:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group: SIGKILL reaches the pool too
+                preexec_fn=die_with_the_test_process,
             )
         self.processes.append(process)
         return process

@@ -19,7 +19,12 @@ import pipeline
 from pipeline.db.store import Store, open_store
 from pipeline.settings import Settings
 from tests.databases import create_database, empty_database
-from tests.integration.celery_helpers import celery_database_url, episode_counts, wait_for
+from tests.integration.celery_helpers import (
+    celery_database_url,
+    die_with_the_test_process,
+    episode_counts,
+    wait_for,
+)
 from tests.integration.pipeline_helpers import episode
 from tests.integration.server_helpers import free_port
 
@@ -91,6 +96,7 @@ def test_the_worker_rides_out_a_broker_restart(
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=die_with_the_test_process,
         )
     store = open_store(Settings(database_url=database, broker_url=broker.url))
 

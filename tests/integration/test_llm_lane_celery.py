@@ -22,6 +22,7 @@ from tests.integration.celery_helpers import (
     REDIS_URL,
     Celery,
     count,
+    die_with_the_test_process,
     episode_counts,
     flush_redis,
     scrape_metrics,
@@ -175,6 +176,7 @@ def test_sgam_worker_serves_the_lanes_metrics_summed_over_its_processes(
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                preexec_fn=die_with_the_test_process,
             )
         )
     try:

@@ -23,6 +23,7 @@ from tests.databases import empty_database
 from tests.integration.celery_helpers import (
     REDIS_URL,
     Celery,
+    die_with_the_test_process,
     episode_counts,
     flush_redis,
     wait_for,
@@ -168,6 +169,7 @@ def test_the_server_and_a_worker_log_json_lines_in_one_trace_without_values(
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
+                    preexec_fn=die_with_the_test_process,
                 )
             )
         server = start_server(database, tmp_path, "--access-log", "--log-level", "info", **env)

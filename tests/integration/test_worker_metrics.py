@@ -25,6 +25,7 @@ from tests.integration.celery_helpers import (
     REDIS_URL,
     Celery,
     count,
+    die_with_the_test_process,
     episode_counts,
     flush_redis,
     scrape_metrics,
@@ -95,6 +96,7 @@ def test_a_two_process_worker_serves_the_sum_of_its_processes_and_the_gauges(
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                preexec_fn=die_with_the_test_process,
             )
         )
     try:
