@@ -74,3 +74,12 @@ def test_an_unexpected_error_is_answered_without_its_message() -> None:
     assert status == 500
     assert "detail" not in body
     assert "hunter2" not in str(body)
+
+
+def test_only_a_settings_variable_is_the_operators_fault() -> None:
+    assert classify(InvalidInput("SGAM_DATABASE_URL", "the schema is not current"))[0] == 500
+    assert classify(InvalidInput("SGAM_LLM_BASE_URL", "must be an http(s) URL"))[0] == 500
+    assert classify(InvalidInput("SGAM_ENV_FILE", "is not a file"))[0] == 500
+    # A caller's parameter that only looks like one: its own fault, never a 500.
+    assert classify(InvalidInput("Q\u00d7\u00daG", "is not a query parameter"))[0] == 422
+    assert classify(InvalidInput("SGAM_NOT_A_SETTING", "is not a query parameter"))[0] == 422

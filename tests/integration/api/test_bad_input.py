@@ -434,6 +434,16 @@ CORPUS: list[tuple[str, str, str, dict[str, Any], int, str, str | None]] = [
         "invalid-input",
         "dry_run",
     ),
+    # Upper-case names were taken for an SGAM_* setting at fault, answered 500 (schemathesis).
+    (
+        "an upper-case query parameter",
+        "DELETE",
+        "/v1/subjects/mira?Q%C3%97%C3%9AG=",
+        {},
+        422,
+        "invalid-input",
+        "Q×ÚG",
+    ),
     (
         "a query parameter given twice",
         "GET",
