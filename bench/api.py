@@ -94,6 +94,16 @@ def seed(store: Store) -> None:
     store.analyze()
 
 
+def seeded(url: str, redis_url: str) -> tuple[Store, str]:
+    """A fresh benchmark database with every subject's facts, an empty Redis db for the rate
+    limits, and a writer key: the store (open) and the key's secret."""
+    fresh_database(url)
+    redis.Redis.from_url(redis_url).flushdb()
+    store = open_store(Settings(database_url=url, broker_url=redis_url))
+    seed(store)
+    return store, pipeline.create_key(store, {"tenant_id": TENANT, "role": "writer"})[1]
+
+
 def episodes(rng: random.Random, count: int) -> list[dict[str, Any]]:
     return [
         {
@@ -279,12 +289,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     use_support_catalog()
-
-    fresh_database(args.url)
-    redis.Redis.from_url(args.redis).flushdb()
-    store = open_store(Settings(database_url=args.url, broker_url=args.redis))
-    seed(store)
-    secret = pipeline.create_key(store, {"tenant_id": TENANT, "role": "writer"})[1]
+    store, secret = seeded(args.url, args.redis)
     # The conditions of the run go to stderr: stdout is one JSON object per run.
     environment = [*describe(args.url), f"{machine_load()} before"]
     print("\n".join(environment), file=sys.stderr)

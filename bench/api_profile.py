@@ -31,12 +31,10 @@ from pathlib import Path
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 import redis  # noqa: E402
-from api import DEFAULT_URL, REDIS, SUBJECTS, TENANT, HttpClient, seed, start_server  # noqa: E402
+from api import DEFAULT_URL, REDIS, SUBJECTS, HttpClient, seeded, start_server  # noqa: E402
 from environment import describe, machine_load, use_support_catalog  # noqa: E402
 from sqlalchemy import event  # noqa: E402
 
-import pipeline  # noqa: E402
-from bench.pipeline_flow import fresh_database  # noqa: E402
 from pipeline.db.store import open_store  # noqa: E402
 from pipeline.settings import Settings  # noqa: E402
 
@@ -156,11 +154,7 @@ def main() -> None:
     parser.add_argument("--raw", type=Path, help="keep py-spy's collapsed stacks here")
     args = parser.parse_args()
     use_support_catalog()
-    fresh_database(args.url)
-    redis.Redis.from_url(args.redis).flushdb()
-    store = open_store(Settings(database_url=args.url, broker_url=args.redis))
-    seed(store)
-    secret = pipeline.create_key(store, {"tenant_id": TENANT, "role": "writer"})[1]
+    store, secret = seeded(args.url, args.redis)
     store.dispose()
     print("\n".join([*describe(args.url), f"{machine_load()} before"]))
     server = start_server(args.url, args.port, 1, args.redis)
