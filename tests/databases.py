@@ -25,6 +25,26 @@ def create_database(url: str) -> None:
     admin.dispose()
 
 
+def new_database(suffix: str) -> str:
+    """`<test database>_<suffix>`, dropped and created empty (no schema): its URL."""
+    url = make_url(POSTGRES_URL)
+    name = f"{url.database}_{suffix}"
+    admin = create_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    return url.set(database=name).render_as_string(hide_password=False)
+
+
+def drop_database(url: str) -> None:
+    parsed = make_url(url)
+    admin = create_engine(parsed.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{parsed.database}" WITH (FORCE)'))
+    admin.dispose()
+
+
 def empty_database(url: str) -> None:
     """Delete every row of every table (and restart Postgres's id sequences)."""
     engine = create_engine(url)

@@ -34,9 +34,8 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, make_url, text
 
-from tests.databases import POSTGRES_URL
+from tests.databases import new_database
 from tests.integration.readme_blocks import PROJECT, Block, all_blocks, page_env
 from tests.integration.server_helpers import REDIS_URL, free_port
 from tests.integration.stub_llm import StubServer
@@ -70,14 +69,7 @@ class Machine:
 
 def fresh_database() -> str:
     """`<test database>_readme`, dropped and created empty: the blocks migrate it themselves."""
-    url = make_url(POSTGRES_URL)
-    name = f"{url.database}_readme"
-    admin = create_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    admin.dispose()
-    return url.set(database=name).render_as_string(hide_password=False)
+    return new_database("readme")
 
 
 @cache

@@ -17,9 +17,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, make_url, text
 
-from tests.databases import POSTGRES_URL
+from tests.databases import drop_database, new_database
 
 PAGE = (Path(__file__).parents[2] / "docs" / "troubleshooting.md").read_text()
 SGAM = os.path.join(os.path.dirname(sys.executable), "sgam")
@@ -293,22 +292,15 @@ def test_a_wrong_model_api_key(tmp_path: Path, refusing_endpoint: str) -> None:
 
 @pytest.mark.postgres
 def test_a_database_not_migrated(tmp_path: Path) -> None:
-    url = make_url(POSTGRES_URL)
-    name = f"{url.database}_unmigrated"
-    admin = create_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    unmigrated = new_database("unmigrated")
     try:
         failure = Failure(
             "schema-not-current",
             GET,
             2,
             ("sgam: SGAM_DATABASE_URL: the database schema is not current: run `sgam db upgrade`",),
-            {"SGAM_DATABASE_URL": url.set(database=name).render_as_string(hide_password=False)},
+            {"SGAM_DATABASE_URL": unmigrated},
         )
         _check(_sgam(tmp_path, failure), failure)
     finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+        drop_database(unmigrated)
