@@ -36,12 +36,18 @@ class Cardinality(StrEnum):
 
 
 class FactStatus(StrEnum):
-    """Lifecycle state of one row version of a fact."""
+    """Lifecycle state of one row version of a fact, and `dismissed` for the answer of a
+    dismissal: that row keeps `quarantined` (hidden for good by its tombstone), so no row is
+    stored as dismissed (`STORED_FACT_STATUSES`)."""
 
     ACTIVE = "active"
     QUARANTINED = "quarantined"
     SUPERSEDED = "superseded"
     EXPIRED = "expired"
+    DISMISSED = "dismissed"
+
+
+STORED_FACT_STATUSES = [status for status in FactStatus if status is not FactStatus.DISMISSED]
 
 
 class Scope(BaseModel):

@@ -20,9 +20,6 @@ from pipeline.cli.options import (
 )
 from pipeline.cli.output import plural
 
-# The state `dismiss --json` reports: not a stored status, since no read returns the fact again.
-DISMISSED = "dismissed"
-
 if TYPE_CHECKING:
     from pipeline.db.store import Store
     from pipeline.ledger.results import PutResult
@@ -86,10 +83,7 @@ def dismiss(fact_id: str, tenant: str, as_json: bool, **options: Any) -> None:
         result = dismiss_fact(store, fields)
     fact = result.fact
     if output.wants_json(as_json):
-        # The row keeps its last status (quarantined), but that is no longer what the fact is:
-        # no read returns it and it can never be promoted. The answer says so in the one field
-        # a program reads for the fact's state.
-        output.emit_json(output.plain(fact) | {"status": DISMISSED})
+        output.emit_json(fact)  # status "dismissed", as on every door
         return
     value = json.dumps(fact.value, ensure_ascii=False)
     click.echo(

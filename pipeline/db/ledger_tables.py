@@ -28,9 +28,9 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from pipeline.db import guards
 from pipeline.db.base import ID, TRUST_LEVELS, Base, JsonColumn, UtcDateTime, sql_list
-from schemas.facts import Cardinality, FactStatus
+from schemas.facts import STORED_FACT_STATUSES, Cardinality
 
-FACT_STATUSES = sql_list(FactStatus)
+FACT_STATUSES = sql_list(STORED_FACT_STATUSES)
 
 
 class ScopedKey:

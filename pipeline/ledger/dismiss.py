@@ -32,7 +32,7 @@ def dismiss(store: Store, command: DismissFact | Mapping[str, Any]) -> PutResult
 
 
 def dismiss_fact(unit: Unit, command: DismissFact | Mapping[str, Any]) -> PutResult | ConflictError:
-    """Hide a quarantined fact for good. Returns the fact as it was when dismissed, or the
+    """Hide a quarantined fact for good. Returns the fact with status `dismissed`, or the
     refusal (NotQuarantined when it is not quarantined)."""
     command = parse(DismissFact, command)
 
@@ -64,7 +64,10 @@ def _dismiss(unit: Unit, command: DismissFact, *, now: datetime) -> PutResult | 
     payload = DismissPayload(fact_id=command.fact_id, now=now, reason=command.reason)
     apply_dismissal(unit, payload)
     _record(unit, command, row, now, EventKind.DISMISS, payload, command.reason)
-    return PutResult(fact=shown, written=True)
+    # The answer is the fact as the dismissal left it: no longer quarantined (never promoted,
+    # never read), though its row keeps that status under the tombstone.
+    dismissed = shown.model_copy(update={"status": FactStatus.DISMISSED})
+    return PutResult(fact=dismissed, written=True)
 
 
 def apply_dismissal(unit: Unit, payload: DismissPayload) -> None:

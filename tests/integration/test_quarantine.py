@@ -167,7 +167,7 @@ def test_a_dismissed_fact_is_hidden_for_good_and_logged(store: Store) -> None:
 
     dismissed = pipeline.dismiss(store, command | {"idempotency_key": "d1"})
 
-    assert dismissed.fact.fact_id == fact_id
+    assert (dismissed.fact.fact_id, dismissed.fact.status) == (fact_id, "dismissed")
     assert pipeline.list_quarantined(store, {"tenant_id": "acme"}) == []
     reviewer = pipeline.get(
         store, READ | {"include_quarantined": True, "at": "2026-03-01T00:00:00Z"}
@@ -178,7 +178,7 @@ def test_a_dismissed_fact_is_hidden_for_good_and_logged(store: Store) -> None:
     with pytest.raises(NotFound):  # once dismissed, it is gone: a second dismissal finds nothing
         pipeline.dismiss(store, command)
     again = pipeline.dismiss(store, command | {"idempotency_key": "d1"})  # a retry: same answer
-    assert again.fact.fact_id == fact_id
+    assert (again.fact.fact_id, again.fact.status) == (fact_id, "dismissed")
     assert _events(store) == ["write", "quarantine", "dismiss"]
     log = pipeline.decision_log(store, {"tenant_id": "acme", "subject": "mira"})
     assert (log[0].kind, log[0].actor, log[0].reason) == ("dismiss", "k1", "spam")

@@ -4,6 +4,7 @@ choices are built from it."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 
 import click
@@ -17,7 +18,7 @@ from pipeline.cli.intake import episodes
 from pipeline.db.base import sql_list
 from pipeline.db.models import CandidateRow, EpisodeRow, FactRow
 from pipeline.episodes.states import EpisodeQuery
-from schemas.facts import FactStatus
+from schemas.facts import STORED_FACT_STATUSES, FactStatus
 from schemas.lifecycle import CandidateStatus, EpisodeStatus
 
 
@@ -33,11 +34,16 @@ def _check(table: type, column: str) -> str:
 
 @pytest.mark.parametrize(
     ("table", "lifecycle"),
-    [(EpisodeRow, EpisodeStatus), (CandidateRow, CandidateStatus), (FactRow, FactStatus)],
+    [(EpisodeRow, EpisodeStatus), (CandidateRow, CandidateStatus), (FactRow, STORED_FACT_STATUSES)],
 )
-def test_the_status_check_is_the_enum(table: type, lifecycle: type[StrEnum]) -> None:
+def test_the_status_check_is_the_enum(table: type, lifecycle: Iterable[StrEnum]) -> None:
     assert _check(table, "status") == f"status IN {sql_list(lifecycle)}"
-    assert sql_list(lifecycle).count("'") == 2 * len(lifecycle)
+    assert sql_list(lifecycle).count("'") == 2 * len(list(lifecycle))
+
+
+def test_dismissed_is_an_answer_never_a_stored_row_status() -> None:
+    assert FactStatus.DISMISSED not in STORED_FACT_STATUSES
+    assert set(STORED_FACT_STATUSES) | {FactStatus.DISMISSED} == set(FactStatus)
 
 
 def test_the_sql_list_keeps_the_enum_order() -> None:

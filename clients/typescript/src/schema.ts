@@ -775,10 +775,12 @@ export interface components {
         };
         /**
          * FactStatus
-         * @description Lifecycle state of one row version of a fact.
+         * @description Lifecycle state of one row version of a fact, and `dismissed` for the answer of a
+         *     dismissal: that row keeps `quarantined` (hidden for good by its tombstone), so no row is
+         *     stored as dismissed (`STORED_FACT_STATUSES`).
          * @enum {string}
          */
-        FactStatus: "active" | "quarantined" | "superseded" | "expired";
+        FactStatus: "active" | "quarantined" | "superseded" | "expired" | "dismissed";
         /**
          * ForgetResult
          * @description `files_scrubbed` (after a purge; null without one): no erased content is left in the

@@ -280,6 +280,7 @@ def test_a_reviewer_dismisses_a_quarantined_fact(server: Server, keys: Keys) -> 
         log = api.get("/v1/log", params={"subject": "mira"}).json()
     assert dismissed.status_code == 200
     assert dismissed.json()["fact"]["fact_id"] == held_back["fact_id"]
+    assert dismissed.json()["fact"]["status"] == "dismissed"  # as the dismissal left it
     assert again.status_code == 404  # gone for good
     assert left == []
     assert (log[0]["kind"], log[0]["reason"]) == ("dismiss", "a scraped page")
