@@ -55,6 +55,11 @@ class InvalidInput(PermanentError):
         self.problem = problem
 
 
+class SettingError(InvalidInput):
+    """An `SGAM_*` setting (`field`) is missing or invalid: the operator's problem, never the
+    caller's (HTTP answers 500, the CLI exit 2), whatever a caller's own fields are named."""
+
+
 class CatalogError(InvalidInput):
     """`location` is `FILE:LINE` (or the file) of the catalogue entry at fault."""
 

@@ -10,7 +10,7 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 import prompts
-from pipeline.errors import InvalidInput
+from pipeline.errors import SettingError
 
 ENV_PREFIX = "SGAM_"
 ENV_FILE_VARIABLE = "SGAM_ENV_FILE"  # the one env file settings are read from, if any
@@ -359,13 +359,13 @@ def normalise_database_url(url: str) -> str:
 
 
 def load_settings(**overrides: Any) -> Settings:
-    """Settings from the environment, or InvalidInput naming the SGAM_* variable at fault."""
+    """Settings from the environment, or SettingError naming the SGAM_* variable at fault."""
     env_file = os.environ.get(ENV_FILE_VARIABLE) or None
     if env_file is not None and not Path(env_file).is_file():
-        raise InvalidInput(ENV_FILE_VARIABLE, f"{env_file} is not a file")
+        raise SettingError(ENV_FILE_VARIABLE, f"{env_file} is not a file")
     try:
         return Settings(_env_file=env_file, **overrides)
     except ValidationError as exc:
         error = exc.errors()[0]
         name = ENV_PREFIX + "_".join(str(part) for part in error["loc"]).upper()
-        raise InvalidInput(name, error["msg"].removeprefix("Value error, ")) from None
+        raise SettingError(name, error["msg"].removeprefix("Value error, ")) from None

@@ -31,13 +31,13 @@ from pipeline.errors import (
     NotQuarantined,
     PurgeBlocked,
     RetryableError,
+    SettingError,
     SgamError,
     StoreBusy,
     StoreUnavailable,
     TrustRejected,
     VersionConflict,
 )
-from pipeline.settings import ENV_FILE_VARIABLE, ENV_PREFIX, Settings
 
 PROBLEM_JSON = "application/problem+json"
 TYPE_PREFIX = "urn:sgam:problem:"
@@ -107,6 +107,9 @@ PROBLEMS: list[tuple[type[BaseException], int, str, str]] = [
     (RateLimited, 429, "rate-limited", "Too many requests"),
     (CatalogError, 500, "catalog-error", "The server's memory-schema catalogue is invalid"),
     (InvalidLines, 422, "invalid-episodes", "Invalid episodes; nothing was stored"),
+    # An SGAM_* setting at fault is the operator's problem, never the caller's input, whatever
+    # the caller's own fields are named.
+    (SettingError, 500, "setting-error", "The server's settings are invalid"),
     # Not "nothing was written": a read meets it too (a write that meets it writes nothing).
     (InvalidInput, 422, "invalid-input", "Invalid input"),
     (
@@ -140,25 +143,11 @@ PROBLEMS: list[tuple[type[BaseException], int, str, str]] = [
     (SgamError, 500, "internal-error", "Internal error"),
 ]
 INTERNAL = (500, "internal-error", "Internal error")
-SETTING_NAMES = frozenset(Settings.model_fields)
 # Seconds a client should wait before retrying a retryable error.
 RETRY_AFTER: list[tuple[type[BaseException], int]] = [(StoreBusy, 1), (RetryableError, 5)]
 
 
-def is_setting(field: str) -> bool:
-    """Whether `field` names an SGAM_* setting, or a part of one (as `load_settings` names it),
-    and not a caller's field that merely looks like one, such as an upper-case query parameter."""
-    if field == ENV_FILE_VARIABLE:
-        return True
-    rest = field.removeprefix(ENV_PREFIX).lower()
-    return field.startswith(ENV_PREFIX) and any(
-        rest == name or rest.startswith(name + "_") for name in SETTING_NAMES
-    )
-
-
 def classify(error: BaseException) -> tuple[int, str, str]:
-    if isinstance(error, InvalidInput) and is_setting(error.field):
-        return INTERNAL  # an SGAM_* setting at fault: the operator's problem, not the caller's
     return next(
         ((status, kind, title) for cls, status, kind, title in PROBLEMS if isinstance(error, cls)),
         INTERNAL,

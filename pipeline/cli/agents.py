@@ -19,7 +19,7 @@ def mcp_stdio() -> None:
 
     from pipeline.access.keys import authenticate
     from pipeline.api.access import REFUSED, KeyCache
-    from pipeline.errors import InvalidInput
+    from pipeline.errors import SettingError
     from pipeline.mcp.server import build, presented_key
     from pipeline.observe import tracing
     from pipeline.observe.tracing import setup_tracing
@@ -27,10 +27,10 @@ def mcp_stdio() -> None:
     with opened_store() as store:
         secret = store.settings.api_key.get_secret_value()
         if not secret:
-            raise InvalidInput("SGAM_API_KEY", "set it to an API key (sgam keys create)")
+            raise SettingError("SGAM_API_KEY", "set it to an API key (sgam keys create)")
         found = authenticate(store, secret)
         if isinstance(found, str):
-            raise InvalidInput("SGAM_API_KEY", REFUSED[found])
+            raise SettingError("SGAM_API_KEY", REFUSED[found])
         cache = KeyCache(store.settings.api_key_cache_s)
         cache.put(secret, found)
         server = build(store, presented_key(store, secret, cache))

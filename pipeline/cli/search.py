@@ -64,11 +64,11 @@ def embed(tenant: str | None, limit: int, as_json: bool) -> None:
     """Give vectors to the facts and episodes that lack one (SGAM_EMBEDDING_MODEL's); exit 1
     when none lacked one, 5 when the endpoint failed (what is left waits for the next run)."""
     from pipeline.embedding.vectors import fill_missing
-    from pipeline.errors import InvalidInput
+    from pipeline.errors import SettingError
 
     with opened_store() as store:
         if not store.settings.embedding_configured:
-            raise InvalidInput(
+            raise SettingError(
                 "SGAM_EMBEDDING_MODEL", "is not set (or no endpoint URL): the embedding arm is off"
             )
         filled = fill_missing(store, tenant_ids=None if tenant is None else [tenant], limit=limit)

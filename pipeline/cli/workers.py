@@ -12,7 +12,7 @@ import click
 
 from pipeline.cli import output
 from pipeline.cli.options import json_output, opened_store
-from pipeline.errors import InvalidInput
+from pipeline.errors import SettingError
 
 
 def _celery(*args: str) -> None:
@@ -20,7 +20,7 @@ def _celery(*args: str) -> None:
 
     settings = load_settings()
     if settings.broker_url is None:
-        raise InvalidInput("SGAM_BROKER_URL", "is not set: workers need a broker (redis://...)")
+        raise SettingError("SGAM_BROKER_URL", "is not set: workers need a broker (redis://...)")
     # Refuse here, as `sgam serve` does, rather than report ready and fail every task: a
     # wrong URL is exit 2, a store that cannot be reached 5, an outdated schema 2.
     with opened_store():

@@ -17,7 +17,7 @@ from sqlalchemy import Connection, Engine, Insert, Table, create_engine, event, 
 from sqlalchemy.exc import DBAPIError
 
 from pipeline.db import replan
-from pipeline.errors import InvalidInput, PurgeBlocked
+from pipeline.errors import PurgeBlocked, SettingError
 from pipeline.settings import Settings
 
 LockName = tuple[str, ...]
@@ -175,7 +175,7 @@ class Sqlite:
         database = make_url(url).database
         if database and database != ":memory:" and not Path(database).parent.is_dir():
             # A setting to fix, not a store that may come back (SQLite only says "cannot open").
-            raise InvalidInput(
+            raise SettingError(
                 "SGAM_DATABASE_URL",
                 f"the directory of {database} does not exist; create it first"
                 + _relative_hint(database),
@@ -286,10 +286,10 @@ def backend_for(url: str) -> Backend:
     try:
         name = make_url(url).get_backend_name()
     except Exception:  # sqlalchemy raises ArgumentError or ValueError depending on the flaw
-        raise InvalidInput("SGAM_DATABASE_URL", "is not a database URL") from None
+        raise SettingError("SGAM_DATABASE_URL", "is not a database URL") from None
     backends: dict[str, Backend] = {"sqlite": Sqlite(), "postgresql": Postgres()}
     if name not in backends:
-        raise InvalidInput(
+        raise SettingError(
             "SGAM_DATABASE_URL", "only sqlite:/// and postgresql+psycopg:// are supported"
         )
     return backends[name]

@@ -23,7 +23,7 @@ from pipeline.catalog.loader import load_catalog
 from pipeline.db.backends import Failure, backend_for
 from pipeline.db.migrations import HEAD
 from pipeline.db.unit import Clock, Unit
-from pipeline.errors import InvalidInput, StoreBusy, StoreUnavailable
+from pipeline.errors import SettingError, StoreBusy, StoreUnavailable
 from pipeline.settings import Settings, load_settings
 from schemas.catalog import Catalog
 
@@ -103,7 +103,7 @@ class Store:
         if self.is_current():
             return
         if self.is_postgres:
-            raise InvalidInput(
+            raise SettingError(
                 "SGAM_DATABASE_URL", "the database schema is not current: run `sgam db upgrade`"
             )
         self.upgrade()
@@ -185,7 +185,7 @@ class Store:
                     f"the database is unavailable: {_first_line(error)}"
                 ) from error
             if failure is Failure.MISCONFIGURED:
-                raise InvalidInput("SGAM_DATABASE_URL", _first_line(error)) from error
+                raise SettingError("SGAM_DATABASE_URL", _first_line(error)) from error
             if failure is Failure.BUSY:
                 raise StoreBusy("the database is busy (a lock is held); retry later") from error
             raise

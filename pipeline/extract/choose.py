@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pipeline.errors import InvalidInput
+from pipeline.errors import InvalidInput, SettingError
 from pipeline.extract.backends import RULES, ModelBackend
 from pipeline.extract.llm import LlmClient
 from pipeline.extract.protocol import Extractor
@@ -24,7 +24,7 @@ def model(settings: Settings, llm: LlmClient | None = None) -> ModelBackend | No
 
 def choose(settings: Settings, *, name: str = "auto", llm: LlmClient | None = None) -> Extractor:
     """`auto`: the model when one is configured (or `llm` is given), else the rules; `llm`
-    without an endpoint is InvalidInput."""
+    without an endpoint is a SettingError."""
     if name not in EXTRACTORS:
         raise InvalidInput("extractor", f"must be one of {', '.join(EXTRACTORS)}")
     if name == "rules":
@@ -33,7 +33,7 @@ def choose(settings: Settings, *, name: str = "auto", llm: LlmClient | None = No
     if backend is not None:
         return backend
     if name == "llm":
-        raise InvalidInput(
+        raise SettingError(
             "SGAM_LLM_BASE_URL", "is not set: configure an endpoint for --extractor llm"
         )
     return RULES

@@ -31,11 +31,11 @@ from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, ValidationError
 
 from pipeline.errors import (
-    InvalidInput,
     LlmAnswerInvalid,
     LlmFailure,
     LlmRequestRejected,
     LlmUnavailable,
+    SettingError,
 )
 from pipeline.extract.budget import Budget, budget_for
 from pipeline.extract.transport import CURRENT_CALL, Call, RetryingTransport, is_retryable_status
@@ -74,7 +74,7 @@ class LlmClient:
         budget: Budget | None = None,
     ) -> None:
         if settings.llm_base_url is None:
-            raise InvalidInput("SGAM_LLM_BASE_URL", "is not set: no LLM endpoint is configured")
+            raise SettingError("SGAM_LLM_BASE_URL", "is not set: no LLM endpoint is configured")
         self.settings = settings
         self.base_url = settings.llm_base_url
         self.model = settings.llm_model

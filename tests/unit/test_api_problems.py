@@ -50,7 +50,7 @@ def test_statuses_follow_http() -> None:
     assert classify(StoreBusy("x"))[0] == 503
     assert classify(ValueError("a bug"))[0] == 500
     # A setting at fault is the operator's problem, not the caller's input.
-    assert classify(InvalidInput("SGAM_DATABASE_URL", "unreachable"))[0] == 500
+    assert classify(errors.SettingError("SGAM_DATABASE_URL", "unreachable"))[0] == 500
 
 
 def test_a_problem_names_the_field_and_says_when_to_retry() -> None:
@@ -76,10 +76,10 @@ def test_an_unexpected_error_is_answered_without_its_message() -> None:
     assert "hunter2" not in str(body)
 
 
-def test_only_a_settings_variable_is_the_operators_fault() -> None:
-    assert classify(InvalidInput("SGAM_DATABASE_URL", "the schema is not current"))[0] == 500
-    assert classify(InvalidInput("SGAM_LLM_BASE_URL", "must be an http(s) URL"))[0] == 500
-    assert classify(InvalidInput("SGAM_ENV_FILE", "is not a file"))[0] == 500
-    # A caller's parameter that only looks like one: its own fault, never a 500.
-    assert classify(InvalidInput("Q\u00d7\u00daG", "is not a query parameter"))[0] == 422
-    assert classify(InvalidInput("SGAM_NOT_A_SETTING", "is not a query parameter"))[0] == 422
+def test_only_a_setting_error_is_the_operators_fault() -> None:
+    setting = errors.SettingError("SGAM_DATABASE_URL", "the schema is not current")
+    assert classify(setting) == (500, "setting-error", "The server's settings are invalid")
+    assert "detail" not in problem(setting, "/v1/facts")[1]  # the operator's log has it
+    # A caller's parameter named like a setting, or upper-case: its own fault, never a 500.
+    for name in ("SGAM_DATABASE_URL", "SGAM_ENV_FILE", "Q\u00d7\u00daG", "SGAM_NOT_A_SETTING"):
+        assert classify(InvalidInput(name, "is not a query parameter"))[0] == 422

@@ -444,6 +444,16 @@ CORPUS: list[tuple[str, str, str, dict[str, Any], int, str, str | None]] = [
         "invalid-input",
         "Q×ÚG",
     ),
+    # ... and so was one named like a setting: only a SettingError is the operator's 500.
+    (
+        "a query parameter named like a setting",
+        "GET",
+        "/v1/subjects/mira/facts?SGAM_DATABASE_URL=sqlite:///x",
+        {},
+        422,
+        "invalid-input",
+        "SGAM_DATABASE_URL",
+    ),
     (
         "a query parameter given twice",
         "GET",
