@@ -104,6 +104,35 @@ ASPECTS = word_set(
     "environment process feeling energy excitement adrenaline pace company perks benefits "
     "flexibility attention part aspect parts aspects"
 )
+# "I love having fun", "leisure activities", "doing activities": leisure itself, which every
+# taste is, names no taste.
+LEISURE = word_set(
+    "fun leisure recreation recreational activity activities pastime pastimes hobby hobbies "
+    "entertainment"
+)
+LEISURE_FILLERS = word_set("partaking taking part in of some any my")
+# A taste that is only a given name or two names a person the speaker knows or is called, not
+# a taste: "I prefer Mary Anne (to Ginger)", "I like Jake". Left out: names that are also
+# places, words or a performer known by one name ("Virginia", "Grace", "Dylan", "Taylor").
+GIVEN_NAMES = word_set(
+    "james john robert michael william david richard joseph thomas charles christopher daniel "
+    "matthew anthony donald steven paul andrew joshua kenneth kevin brian george timothy "
+    "ronald edward jason jeffrey ryan jacob gary nicholas eric jonathan stephen larry justin "
+    "scott brandon benjamin samuel gregory alexander patrick raymond dennis jerry tyler aaron "
+    "jose adam nathan henry douglas zachary peter kyle ethan walter noah jeremy keith roger "
+    "terry gerald harold sean carl arthur lawrence jesse bryan billy joe bruce gabriel logan "
+    "albert willie alan juan wayne elijah randy roy vincent ralph eugene russell bobby mason "
+    "philip jake mike tom bob dave steve jim chris matt dan tony nick ben sam alex joey "
+    "mary patricia jennifer linda elizabeth barbara susan jessica sarah karen lisa nancy betty "
+    "margaret sandra ashley kimberly donna michelle carol amanda dorothy melissa deborah "
+    "stephanie rebecca sharon laura cynthia kathleen amy angela shirley anna brenda pamela "
+    "nicole samantha katherine christine debra rachel carolyn janet catherine maria heather "
+    "diane ruth julie olivia joyce kelly lauren christina joan evelyn judith megan andrea "
+    "cheryl hannah jacqueline martha gloria teresa ann anne sara frances kathryn janice "
+    "jean abigail alice judy sophia denise doris marilyn danielle beverly isabella "
+    "theresa diana natalie brittany marie kayla alexis lori jen jenny kate katie beth sue liz "
+    "meg marianne maryanne"
+)
 DEMONSTRATIVE_END = re.compile(r"\b(?:this|that|these|those)\s*$", _FLAGS)
 # "the smell and taste it adds", "the energy, diversity and food of this city": the value's
 # owner is a thing the conversation showed.

@@ -21,9 +21,12 @@ from pipeline.extract.value_words import (
     EXAMPLE,
     FIGURATIVE,
     GENERIC_PLACES,
+    GIVEN_NAMES,
     ITS_OWN,
     JUDGING,
     KINDS,
+    LEISURE,
+    LEISURE_FILLERS,
     LIGHT_VERBS,
     LIKE_THAT,
     LIST_JOINT,
@@ -111,6 +114,7 @@ def string_values(
         if (
             value
             and _names_something(value, activity=activity, name=slot == "name")
+            and not (taste and _names_no_taste(value))
             and not clause_problem(value)
             and value not in values
         ):
@@ -127,8 +131,9 @@ def _context_bound(value: str, after: str, *, activity: bool = False, taste: boo
         return True
     if LIKE_THAT.match(after):
         return True
-    aspect = re.match(r"^the\s+([\w-]+)(?:\s+of\b.*)?$", value, _FLAGS) if taste else None
-    if aspect and aspect[1].casefold() in ASPECTS:
+    # An aspect noun after "the" and at most one lower-case word ("the controlled environment")
+    aspect = re.match(r"^(?i:the)\s+(?:[a-z-]+\s+)?([\w-]+)(?i:\s+of\b.*)?$", value)
+    if taste and aspect and aspect[1].casefold() in ASPECTS:
         return True  # "the challenge", "the thrill of scoring goals": a side of what was said
     if not activity and RELATIVE.match(after) and value.casefold().split()[-1] in KINDS:
         return True  # "personal activities where I can focus", "people who ...": which ones?
@@ -217,6 +222,17 @@ def _names_something(value: str, *, activity: bool = False, name: bool = False) 
     if name and len(words) > 1 and words[0] in PLACE_ADJECTIVES:
         words = words[1:]  # "new york", "little rock"
     return words[0] not in EMPTY_VALUE and not all(word in EMPTY_VALUE for word in words)
+
+
+def _names_no_taste(value: str) -> bool:
+    """Leisure itself ("having fun", "leisure activities"), or a person by a given name alone
+    ("Mary Anne", "Jake"): someone known or a name one goes by, not a taste."""
+    words = value.casefold().split()
+    if words[-1] in LEISURE and all(
+        word in LEISURE or word in LEISURE_FILLERS or word in LIGHT_VERBS for word in words
+    ):
+        return True
+    return len(words) <= 2 and all(word in GIVEN_NAMES for word in words)
 
 
 def _is_name(value: str) -> bool:

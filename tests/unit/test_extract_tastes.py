@@ -1,6 +1,7 @@
 """The classes of wrong readings issue 29's MSC dev split showed, on the personal catalogue: a
 taste narrowed right after it, a side of something said before ("the challenge"), a greeting
-that names no one, a pastime told as an occupation, a question's told clause."""
+that names no one, a pastime told as an occupation, a question's told clause, leisure itself
+("having fun") and a person by a given name ("I prefer Mary Anne") read as tastes."""
 
 from __future__ import annotations
 
@@ -55,6 +56,53 @@ def test_a_taste_narrowed_after_it_is_the_narrower_one(
 )
 def test_the_side_of_something_said_before_is_no_taste(text: str) -> None:
     assert kept(text) == []
+
+
+def test_a_side_said_with_one_word_before_it_is_no_taste_either() -> None:
+    assert kept("I like the controlled environment.") == []
+    assert kept("I love the local food.") == []
+    # a proper name is read whole; a lower-case word before another noun is no aspect
+    assert kept("I love the Food Network.") == [("likes", "Food Network")]
+    assert kept("I love the rock music.") == []
+    assert kept("I love the rock band.") == [("likes", "rock band")]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I love having leisure activity what about you?",
+        "I like partaking in leisure activities as well.",
+        "I love fun!",
+        "I like doing activities.",
+        "I like to have fun.",
+    ],
+)
+def test_leisure_itself_is_no_taste(text: str) -> None:
+    assert kept(text) == []
+
+
+def test_a_kind_of_leisure_is_a_taste() -> None:
+    assert kept("I love outdoor activities.") == [("likes", "outdoor activities")]
+    assert kept("I enjoy fun runs.") == [("likes", "fun runs")]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I prefer mary anne though!",  # what they call me
+        "I like Jake.",
+        "Less Than Jake are one of my favourites.",  # the name cut at "than" is no band
+        "I love Rachel because of her quirkiness.",
+    ],
+)
+def test_a_given_name_alone_is_a_person_not_a_taste(text: str) -> None:
+    assert kept(text) == []
+
+
+def test_a_name_with_more_than_given_names_is_still_a_taste() -> None:
+    assert kept("I love Taylor Swift.") == [("likes", "Taylor Swift")]
+    assert kept("I like John Mayer.") == [("likes", "John Mayer")]
+    assert kept("I love Adele.") == [("likes", "Adele")]
 
 
 def test_the_same_words_without_the_article_or_outside_a_taste_still_read() -> None:
