@@ -102,7 +102,7 @@ ASPECTS = word_set(
     "challenge challenges experience thrill rush rest game isolation food music people view "
     "views scenery atmosphere vibe vibes idea pay hours story plot characters freedom "
     "environment process feeling energy excitement adrenaline pace company perks benefits "
-    "flexibility attention part aspect parts aspects"
+    "flexibility attention part aspect parts aspects options choices selection"
 )
 # "I love having fun", "leisure activities", "doing activities": leisure itself, which every
 # taste is, names no taste.

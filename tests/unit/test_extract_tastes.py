@@ -1,7 +1,8 @@
 """The classes of wrong readings issue 29's MSC dev split showed, on the personal catalogue: a
 taste narrowed right after it, a side of something said before ("the challenge"), a greeting
 that names no one, a pastime told as an occupation, a question's told clause, leisure itself
-("having fun") and a person by a given name ("I prefer Mary Anne") read as tastes."""
+("having fun") and a person by a given name ("I prefer Mary Anne") read as tastes, a relative's
+age read as the relative ("my brother is 1 year younger")."""
 
 from __future__ import annotations
 
@@ -65,6 +66,15 @@ def test_a_side_said_with_one_word_before_it_is_no_taste_either() -> None:
     assert kept("I love the Food Network.") == [("likes", "Food Network")]
     assert kept("I love the rock music.") == []
     assert kept("I love the rock band.") == [("likes", "rock band")]
+    assert kept("I like the cooked options as well.") == []
+
+
+def test_how_old_a_relative_is_does_not_name_them() -> None:
+    assert kept("My brother is 1 year younger.") == [("family_members", "brother")]
+    assert kept("My siblings are 12 and 14.") == [("family_members", "siblings")]
+    assert kept("My husband is 5 years older than me.") == [("partner", "husband")]
+    # the partner by name, when said
+    assert kept("My husband is John.") == [("partner", "John")]
 
 
 @pytest.mark.parametrize(
