@@ -110,7 +110,7 @@ LEISURE = word_set(
     "fun leisure recreation recreational activity activities pastime pastimes hobby hobbies "
     "entertainment"
 )
-LEISURE_FILLERS = word_set("partaking taking part in of some any my")
+LEISURE_FILLERS = word_set("partaking taking part in of some any my as much more lots lot plenty")
 # A taste that is only a given name or two names a person the speaker knows or is called, not
 # a taste: "I prefer Mary Anne (to Ginger)", "I like Jake". Left out: names that are also
 # places, words or a performer known by one name ("Virginia", "Grace", "Dylan", "Taylor").
@@ -158,9 +158,10 @@ LIST_JOINT = re.compile(
     r"|\s+(?:and|or|&)\s+(?!(?:i|i'm|my|we|you|it|then|also)\b)",
     re.IGNORECASE,
 )
+# A preposition or an article left at the end by a cut ("seeing the (before and afters)").
 DANGLING = re.compile(
     r"(?:\s+(?:with|as|for|from|at|in|on|to|into|about|of|by|after|before|until|around|"
-    r"alongside|beside|behind|near|without|through|across|during|over|under))+$",
+    r"alongside|beside|behind|near|without|through|across|during|over|under|a|an|the))+$",
     _FLAGS,
 )
 # "a full time student": how much of the time says nothing of what

@@ -219,6 +219,11 @@ def _names_something(value: str, *, activity: bool = False, name: bool = False) 
         return False  # "I love learning new ones": what they are was said before
     if activity and len(words) > 1 and all(word in VAGUE_OBJECTS for word in words[1:]):
         return False  # "I like to sing anything", "watch things": no object named
+    if activity and all(
+        (word in LIGHT_VERBS or word in EMPTY_VALUE) and word not in PREPOSITION_WORDS
+        for word in words
+    ):
+        return False  # "spend time (with all kinds of animals)": what with was cut off
     if name and len(words) > 1 and words[0] in PLACE_ADJECTIVES:
         words = words[1:]  # "new york", "little rock"
     return words[0] not in EMPTY_VALUE and not all(word in EMPTY_VALUE for word in words)

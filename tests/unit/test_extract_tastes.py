@@ -85,10 +85,28 @@ def test_how_old_a_relative_is_does_not_name_them() -> None:
         "I love fun!",
         "I like doing activities.",
         "I like to have fun.",
+        "I like to have as much leisure activity as I can.",
     ],
 )
 def test_leisure_itself_is_no_taste(text: str) -> None:
     assert kept(text) == []
+
+
+def test_an_activity_cut_down_to_its_light_verb_names_nothing() -> None:
+    # what the time is spent with was cut off ("all" ends a value), or was a pronoun
+    assert kept("I like to spend time with all kind of animals, love them.") == []
+    assert kept("My friends are amazing and I love spending time with them.") == []
+    assert kept("I like to spend time with my family.") == [
+        ("hobbies", "spend time with my family")
+    ]
+    assert kept("I like being with others.") == [("likes", "being with others")]
+
+
+def test_an_article_left_at_the_end_by_a_cut_is_dropped() -> None:
+    assert kept("I love playing with others the more the merrier!") == [
+        ("likes", "playing with others")
+    ]
+    assert kept("I enjoy seeing the before and afters.") == []
 
 
 def test_a_kind_of_leisure_is_a_taste() -> None:
