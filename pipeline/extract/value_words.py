@@ -225,6 +225,13 @@ JUDGING = word_set(
 )
 # "an avid fisherman", "an amateur photographer": a pastime, not an occupation.
 PASTIME = word_set("avid amateur keen hobby aspiring wannabe")
+# "my brother in law": another relative than the term.
+IN_LAW = re.compile(r"^\s*-?\s*in[\s-]+laws?\b", re.IGNORECASE)
+# "making my own (what was said before)": what is owned was named earlier; "on my own" and
+# "music of my own" are not.
+OWN_END = re.compile(r"(?<!\bon)(?<!\bby)(?<!\bof)\s+(?:my|our|their|your)\s+own$", re.IGNORECASE)
+# "places close (to nature)": a cut inside its phrase.
+CUT_NEARNESS = word_set("close closer next")
 PASTIME_AFTER = re.compile(
     r"^\s*(?:by\s+hobby|as\s+a\s+hobby|for\s+fun|in\s+my\s+(?:spare|free)\s+time)\b",
     re.IGNORECASE,

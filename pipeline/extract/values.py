@@ -14,6 +14,7 @@ from pipeline.extract.value_words import (
     BREEDS,
     COMPANION_TAIL,
     COUNT,
+    CUT_NEARNESS,
     DANGLING,
     DEMONSTRATIVE_END,
     DETERMINER,
@@ -22,6 +23,7 @@ from pipeline.extract.value_words import (
     FIGURATIVE,
     GENERIC_PLACES,
     GIVEN_NAMES,
+    IN_LAW,
     ITS_OWN,
     JUDGING,
     KINDS,
@@ -36,6 +38,7 @@ from pipeline.extract.value_words import (
     NOT_THE_COUNT,
     NUMBER,
     NUMBER_WORDS,
+    OWN_END,
     PARTICLES,
     PASTIME,
     PASTIME_AFTER,
@@ -74,8 +77,11 @@ def string_values(
         # "a stay at home mom", "nursing school to be a nurse": a listed term is read whole,
         # before any cut at its own words.
         term = _leading_term(span, spec.terms)
-        if term and PASTIME_AFTER.match(span[span.casefold().find(term.casefold()) + len(term) :]):
+        rest = span[span.casefold().find(term.casefold()) + len(term) :] if term else ""
+        if PASTIME_AFTER.match(rest):
             return []  # "I am a singer by hobby", "a photographer for fun": no occupation
+        if IN_LAW.match(rest):
+            return []  # "my brother in law": not a brother
         return [term] if term else []
     # "I love working with computers", "going on camping trips": a gerund keeps its
     # prepositions, like a {phrase}.
@@ -95,6 +101,10 @@ def string_values(
     if activity and len(text.split()) > MAX_VALUE_WORDS:  # "go hiking with my dogs for walks"
         text = _cut(span, leading=leading, phrase=activity, short=True)
     after = span[len(text) :]
+    if slot == "term" and IN_LAW.match(after):  # "with my brother in law": not a brother
+        if "\x1f" not in text:
+            return []
+        text = text.rsplit("\x1f", 1)[0]  # "a sister and brother in law": the sister
     if not leading and not listed and _context_bound(text, after, activity=activity, taste=taste):
         return []
     if leading and DEMONSTRATIVE_END.search(span[: len(span) - len(text)]):
@@ -215,8 +225,10 @@ def _names_something(value: str, *, activity: bool = False, name: bool = False) 
         return False  # "I love doing (it)": the object was a pronoun
     if len(words) <= 2 and words[-1] in PARTICLES:
         return False  # "I like setting up (my easel)": the object was cut off
-    if words[-1] in ANAPHORIC_END:
-        return False  # "I love learning new ones": what they are was said before
+    if words[-1] in ANAPHORIC_END or OWN_END.search(value):
+        return False  # "I love learning new ones", "making my own": said before
+    if words[-1] in CUT_NEARNESS:
+        return False  # "places close (to nature)": cut inside its phrase
     if activity and len(words) > 1 and all(word in VAGUE_OBJECTS for word in words[1:]):
         return False  # "I like to sing anything", "watch things": no object named
     if activity and all(

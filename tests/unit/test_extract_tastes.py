@@ -196,3 +196,22 @@ def test_a_direction_alone_is_no_place_and_a_comparison_ends_a_value() -> None:
 def test_how_much_of_the_time_is_not_the_value() -> None:
     assert kept("I'm a full time student.") == [("job_title", "student")]
     assert kept("I'm a part-time plumber.") == [("job_title", "plumber")]
+
+
+def test_an_in_law_is_not_the_relative_the_term_names() -> None:
+    assert kept("Hanging out with my brother in law, my sister just got married.") == [
+        ("family_members", "sister")
+    ]
+    assert kept("I have a sister and brother in law.") == [("family_members", "sister")]
+    assert kept("I visit my brother a lot.") == [("family_members", "brother")]
+
+
+def test_what_is_ones_own_was_named_before() -> None:
+    assert kept("Yeah I like making my own so I know exactly what's in it.") == []
+    assert kept("I love growing my own vegetables.") == [("likes", "growing my own vegetables")]
+    assert kept("I even prefer making music of my own.") == [("likes", "making music of my own")]
+    assert kept("I like being on my own.") == [("likes", "being on my own")]
+
+
+def test_a_value_cut_inside_its_phrase_names_nothing() -> None:
+    assert kept("I prefer places close to nature.") == []
