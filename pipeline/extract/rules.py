@@ -281,6 +281,10 @@ class RulesExtractor:
             ):
                 return None
             attribute = self._by_phrase[_phrase(statement["attr"])]
+            terms = {t.casefold() for t in self.catalog.attributes[attribute].terms or ()}
+            relation = _phrase(statement["attr"])
+            if {relation, relation.removesuffix("s")} & terms and statement["rest"][:1].isdigit():
+                return None  # "my brother is 1 year younger": how old, not who; forms read it
             return self._found(attribute, statement["rest"], sentence, valid_from, episode)
         if _NEGATION.search(text):
             return None

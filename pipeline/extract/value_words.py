@@ -102,7 +102,36 @@ ASPECTS = word_set(
     "challenge challenges experience thrill rush rest game isolation food music people view "
     "views scenery atmosphere vibe vibes idea pay hours story plot characters freedom "
     "environment process feeling energy excitement adrenaline pace company perks benefits "
-    "flexibility attention part aspect parts aspects"
+    "flexibility attention part aspect parts aspects options choices selection"
+)
+# "I love having fun", "leisure activities", "doing activities": leisure itself, which every
+# taste is, names no taste.
+LEISURE = word_set(
+    "fun leisure recreation recreational activity activities pastime pastimes hobby hobbies "
+    "entertainment"
+)
+LEISURE_FILLERS = word_set("partaking taking part in of some any my as much more lots lot plenty")
+# A taste that is only a given name or two names a person the speaker knows or is called, not
+# a taste: "I prefer Mary Anne (to Ginger)", "I like Jake". Left out: names that are also
+# places, words or a performer known by one name ("Virginia", "Grace", "Dylan", "Taylor").
+GIVEN_NAMES = word_set(
+    "james john robert michael william david richard joseph thomas charles christopher daniel "
+    "matthew anthony donald steven paul andrew joshua kenneth kevin brian george timothy "
+    "ronald edward jason jeffrey ryan jacob gary nicholas eric jonathan stephen larry justin "
+    "scott brandon benjamin samuel gregory alexander patrick raymond dennis jerry tyler aaron "
+    "jose adam nathan henry douglas zachary peter kyle ethan walter noah jeremy keith roger "
+    "terry gerald harold sean carl arthur lawrence jesse bryan billy joe bruce gabriel logan "
+    "albert willie alan juan wayne elijah randy roy vincent ralph eugene russell bobby mason "
+    "philip jake mike tom bob dave steve jim chris matt dan tony nick ben sam alex joey "
+    "mary patricia jennifer linda elizabeth barbara susan jessica sarah karen lisa nancy betty "
+    "margaret sandra ashley kimberly donna michelle carol amanda dorothy melissa deborah "
+    "stephanie rebecca sharon laura cynthia kathleen amy angela shirley anna brenda pamela "
+    "nicole samantha katherine christine debra rachel carolyn janet catherine maria heather "
+    "diane ruth julie olivia joyce kelly lauren christina joan evelyn judith megan andrea "
+    "cheryl hannah jacqueline martha gloria teresa ann anne sara frances kathryn janice "
+    "jean abigail alice judy sophia denise doris marilyn danielle beverly isabella "
+    "theresa diana natalie brittany marie kayla alexis lori jen jenny kate katie beth sue liz "
+    "meg marianne maryanne"
 )
 DEMONSTRATIVE_END = re.compile(r"\b(?:this|that|these|those)\s*$", _FLAGS)
 # "the smell and taste it adds", "the energy, diversity and food of this city": the value's
@@ -129,9 +158,10 @@ LIST_JOINT = re.compile(
     r"|\s+(?:and|or|&)\s+(?!(?:i|i'm|my|we|you|it|then|also)\b)",
     re.IGNORECASE,
 )
+# A preposition or an article left at the end by a cut ("seeing the (before and afters)").
 DANGLING = re.compile(
     r"(?:\s+(?:with|as|for|from|at|in|on|to|into|about|of|by|after|before|until|around|"
-    r"alongside|beside|behind|near|without|through|across|during|over|under))+$",
+    r"alongside|beside|behind|near|without|through|across|during|over|under|a|an|the))+$",
     _FLAGS,
 )
 # "a full time student": how much of the time says nothing of what
@@ -195,6 +225,13 @@ JUDGING = word_set(
 )
 # "an avid fisherman", "an amateur photographer": a pastime, not an occupation.
 PASTIME = word_set("avid amateur keen hobby aspiring wannabe")
+# "my brother in law": another relative than the term.
+IN_LAW = re.compile(r"^\s*-?\s*in[\s-]+laws?\b", re.IGNORECASE)
+# "making my own (what was said before)": what is owned was named earlier; "on my own" and
+# "music of my own" are not.
+OWN_END = re.compile(r"(?<!\bon)(?<!\bby)(?<!\bof)\s+(?:my|our|their|your)\s+own$", re.IGNORECASE)
+# "places close (to nature)": a cut inside its phrase.
+CUT_NEARNESS = word_set("close closer next")
 PASTIME_AFTER = re.compile(
     r"^\s*(?:by\s+hobby|as\s+a\s+hobby|for\s+fun|in\s+my\s+(?:spare|free)\s+time)\b",
     re.IGNORECASE,

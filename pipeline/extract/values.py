@@ -14,6 +14,7 @@ from pipeline.extract.value_words import (
     BREEDS,
     COMPANION_TAIL,
     COUNT,
+    CUT_NEARNESS,
     DANGLING,
     DEMONSTRATIVE_END,
     DETERMINER,
@@ -21,9 +22,13 @@ from pipeline.extract.value_words import (
     EXAMPLE,
     FIGURATIVE,
     GENERIC_PLACES,
+    GIVEN_NAMES,
+    IN_LAW,
     ITS_OWN,
     JUDGING,
     KINDS,
+    LEISURE,
+    LEISURE_FILLERS,
     LIGHT_VERBS,
     LIKE_THAT,
     LIST_JOINT,
@@ -33,6 +38,7 @@ from pipeline.extract.value_words import (
     NOT_THE_COUNT,
     NUMBER,
     NUMBER_WORDS,
+    OWN_END,
     PARTICLES,
     PASTIME,
     PASTIME_AFTER,
@@ -71,8 +77,11 @@ def string_values(
         # "a stay at home mom", "nursing school to be a nurse": a listed term is read whole,
         # before any cut at its own words.
         term = _leading_term(span, spec.terms)
-        if term and PASTIME_AFTER.match(span[span.casefold().find(term.casefold()) + len(term) :]):
+        rest = span[span.casefold().find(term.casefold()) + len(term) :] if term else ""
+        if PASTIME_AFTER.match(rest):
             return []  # "I am a singer by hobby", "a photographer for fun": no occupation
+        if IN_LAW.match(rest):
+            return []  # "my brother in law": not a brother
         return [term] if term else []
     # "I love working with computers", "going on camping trips": a gerund keeps its
     # prepositions, like a {phrase}.
@@ -92,6 +101,10 @@ def string_values(
     if activity and len(text.split()) > MAX_VALUE_WORDS:  # "go hiking with my dogs for walks"
         text = _cut(span, leading=leading, phrase=activity, short=True)
     after = span[len(text) :]
+    if slot == "term" and IN_LAW.match(after):  # "with my brother in law": not a brother
+        if "\x1f" not in text:
+            return []
+        text = text.rsplit("\x1f", 1)[0]  # "a sister and brother in law": the sister
     if not leading and not listed and _context_bound(text, after, activity=activity, taste=taste):
         return []
     if leading and DEMONSTRATIVE_END.search(span[: len(span) - len(text)]):
@@ -111,6 +124,7 @@ def string_values(
         if (
             value
             and _names_something(value, activity=activity, name=slot == "name")
+            and not (taste and _names_no_taste(value))
             and not clause_problem(value)
             and value not in values
         ):
@@ -127,8 +141,9 @@ def _context_bound(value: str, after: str, *, activity: bool = False, taste: boo
         return True
     if LIKE_THAT.match(after):
         return True
-    aspect = re.match(r"^the\s+([\w-]+)(?:\s+of\b.*)?$", value, _FLAGS) if taste else None
-    if aspect and aspect[1].casefold() in ASPECTS:
+    # An aspect noun after "the" and at most one lower-case word ("the controlled environment")
+    aspect = re.match(r"^(?i:the)\s+(?:[a-z-]+\s+)?([\w-]+)(?i:\s+of\b.*)?$", value)
+    if taste and aspect and aspect[1].casefold() in ASPECTS:
         return True  # "the challenge", "the thrill of scoring goals": a side of what was said
     if not activity and RELATIVE.match(after) and value.casefold().split()[-1] in KINDS:
         return True  # "personal activities where I can focus", "people who ...": which ones?
@@ -210,13 +225,31 @@ def _names_something(value: str, *, activity: bool = False, name: bool = False) 
         return False  # "I love doing (it)": the object was a pronoun
     if len(words) <= 2 and words[-1] in PARTICLES:
         return False  # "I like setting up (my easel)": the object was cut off
-    if words[-1] in ANAPHORIC_END:
-        return False  # "I love learning new ones": what they are was said before
+    if words[-1] in ANAPHORIC_END or OWN_END.search(value):
+        return False  # "I love learning new ones", "making my own": said before
+    if words[-1] in CUT_NEARNESS:
+        return False  # "places close (to nature)": cut inside its phrase
     if activity and len(words) > 1 and all(word in VAGUE_OBJECTS for word in words[1:]):
         return False  # "I like to sing anything", "watch things": no object named
+    if activity and all(
+        (word in LIGHT_VERBS or word in EMPTY_VALUE) and word not in PREPOSITION_WORDS
+        for word in words
+    ):
+        return False  # "spend time (with all kinds of animals)": what with was cut off
     if name and len(words) > 1 and words[0] in PLACE_ADJECTIVES:
         words = words[1:]  # "new york", "little rock"
     return words[0] not in EMPTY_VALUE and not all(word in EMPTY_VALUE for word in words)
+
+
+def _names_no_taste(value: str) -> bool:
+    """Leisure itself ("having fun", "leisure activities"), or a person by a given name alone
+    ("Mary Anne", "Jake"): someone known or a name one goes by, not a taste."""
+    words = value.casefold().split()
+    if words[-1] in LEISURE and all(
+        word in LEISURE or word in LEISURE_FILLERS or word in LIGHT_VERBS for word in words
+    ):
+        return True
+    return len(words) <= 2 and all(word in GIVEN_NAMES for word in words)
 
 
 def _is_name(value: str) -> bool:

@@ -1,6 +1,8 @@
 """The classes of wrong readings issue 29's MSC dev split showed, on the personal catalogue: a
 taste narrowed right after it, a side of something said before ("the challenge"), a greeting
-that names no one, a pastime told as an occupation, a question's told clause."""
+that names no one, a pastime told as an occupation, a question's told clause, leisure itself
+("having fun") and a person by a given name ("I prefer Mary Anne") read as tastes, a relative's
+age read as the relative ("my brother is 1 year younger")."""
 
 from __future__ import annotations
 
@@ -55,6 +57,80 @@ def test_a_taste_narrowed_after_it_is_the_narrower_one(
 )
 def test_the_side_of_something_said_before_is_no_taste(text: str) -> None:
     assert kept(text) == []
+
+
+def test_a_side_said_with_one_word_before_it_is_no_taste_either() -> None:
+    assert kept("I like the controlled environment.") == []
+    assert kept("I love the local food.") == []
+    # a proper name is read whole; a lower-case word before another noun is no aspect
+    assert kept("I love the Food Network.") == [("likes", "Food Network")]
+    assert kept("I love the rock music.") == []
+    assert kept("I love the rock band.") == [("likes", "rock band")]
+    assert kept("I like the cooked options as well.") == []
+
+
+def test_how_old_a_relative_is_does_not_name_them() -> None:
+    assert kept("My brother is 1 year younger.") == [("family_members", "brother")]
+    assert kept("My siblings are 12 and 14.") == [("family_members", "siblings")]
+    assert kept("My husband is 5 years older than me.") == [("partner", "husband")]
+    # the partner by name, when said
+    assert kept("My husband is John.") == [("partner", "John")]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I love having leisure activity what about you?",
+        "I like partaking in leisure activities as well.",
+        "I love fun!",
+        "I like doing activities.",
+        "I like to have fun.",
+        "I like to have as much leisure activity as I can.",
+    ],
+)
+def test_leisure_itself_is_no_taste(text: str) -> None:
+    assert kept(text) == []
+
+
+def test_an_activity_cut_down_to_its_light_verb_names_nothing() -> None:
+    # what the time is spent with was cut off ("all" ends a value), or was a pronoun
+    assert kept("I like to spend time with all kind of animals, love them.") == []
+    assert kept("My friends are amazing and I love spending time with them.") == []
+    assert kept("I like to spend time with my family.") == [
+        ("hobbies", "spend time with my family")
+    ]
+    assert kept("I like being with others.") == [("likes", "being with others")]
+
+
+def test_an_article_left_at_the_end_by_a_cut_is_dropped() -> None:
+    assert kept("I love playing with others the more the merrier!") == [
+        ("likes", "playing with others")
+    ]
+    assert kept("I enjoy seeing the before and afters.") == []
+
+
+def test_a_kind_of_leisure_is_a_taste() -> None:
+    assert kept("I love outdoor activities.") == [("likes", "outdoor activities")]
+    assert kept("I enjoy fun runs.") == [("likes", "fun runs")]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I prefer mary anne though!",  # what they call me
+        "I like Jake.",
+        "Less Than Jake are one of my favourites.",  # the name cut at "than" is no band
+        "I love Rachel because of her quirkiness.",
+    ],
+)
+def test_a_given_name_alone_is_a_person_not_a_taste(text: str) -> None:
+    assert kept(text) == []
+
+
+def test_a_name_with_more_than_given_names_is_still_a_taste() -> None:
+    assert kept("I love Taylor Swift.") == [("likes", "Taylor Swift")]
+    assert kept("I like John Mayer.") == [("likes", "John Mayer")]
+    assert kept("I love Adele.") == [("likes", "Adele")]
 
 
 def test_the_same_words_without_the_article_or_outside_a_taste_still_read() -> None:
@@ -120,3 +196,22 @@ def test_a_direction_alone_is_no_place_and_a_comparison_ends_a_value() -> None:
 def test_how_much_of_the_time_is_not_the_value() -> None:
     assert kept("I'm a full time student.") == [("job_title", "student")]
     assert kept("I'm a part-time plumber.") == [("job_title", "plumber")]
+
+
+def test_an_in_law_is_not_the_relative_the_term_names() -> None:
+    assert kept("Hanging out with my brother in law, my sister just got married.") == [
+        ("family_members", "sister")
+    ]
+    assert kept("I have a sister and brother in law.") == [("family_members", "sister")]
+    assert kept("I visit my brother a lot.") == [("family_members", "brother")]
+
+
+def test_what_is_ones_own_was_named_before() -> None:
+    assert kept("Yeah I like making my own so I know exactly what's in it.") == []
+    assert kept("I love growing my own vegetables.") == [("likes", "growing my own vegetables")]
+    assert kept("I even prefer making music of my own.") == [("likes", "making music of my own")]
+    assert kept("I like being on my own.") == [("likes", "being on my own")]
+
+
+def test_a_value_cut_inside_its_phrase_names_nothing() -> None:
+    assert kept("I prefer places close to nature.") == []
