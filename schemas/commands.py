@@ -4,6 +4,7 @@ decision log, so replaying the log re-applies exactly what was accepted."""
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
@@ -87,6 +88,34 @@ class ForgetSubject(Command):
 
     subject: Identifier
     purge: bool = False
+
+
+class CandidateCommand(Command):
+    """Confirm a buffered candidate: it becomes a fact valid from its first support."""
+
+    candidate_id: Identifier
+    by: Literal["user", "reviewer"] = Field(
+        default="user",
+        description="who decides: the user (a confirmed fact has the user's own trust) or a "
+        "reviewer (verified, as a promotion is)",
+    )
+
+
+class RejectCommand(CandidateCommand):
+    """Drop a buffered candidate for good."""
+
+    reason: Text | None = Field(default=None, max_length=500, description="why, for the log")
+
+
+class RetryEpisode(BaseModel):
+    """Send a failed episode back to work (not a ledger command: nothing of it is logged but
+    what processing the episode decides)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tenant_id: Identifier
+    episode_id: Identifier
+    idempotency_key: Identifier | None = None
 
 
 class ExpireFacts(BaseModel):

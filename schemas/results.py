@@ -185,12 +185,18 @@ class Decided(Result):
     status: CandidateStatus = Field(description="confirmed or rejected")
     fact: Fact | None = None
 
+    # A repeated idempotency key's answer (HTTP's Idempotent-Replayed; not in the JSON).
+    replayed: SkipJsonSchema[bool] = Field(default=False, exclude=True)
+
 
 class Retried(Result):
     """A failed episode sent back to work."""
 
     episode_id: str
     status: ReceiptStatus = Field(description="queued, or where inline processing left it")
+
+    # A repeated idempotency key's answer (HTTP's Idempotent-Replayed; not in the JSON).
+    replayed: SkipJsonSchema[bool] = Field(default=False, exclude=True)
 
 
 class CatalogProblem(Result):

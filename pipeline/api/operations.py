@@ -36,7 +36,14 @@ from pipeline.read.context import Context
 from pipeline.validation import invalid_field
 from schemas.facts import Fact
 from schemas.lifecycle import CandidateStatus, ReceiptStatus
-from schemas.results import Decided, EpisodeDetail, IngestReport, SearchResult, SupportedCandidate
+from schemas.results import (
+    Decided,
+    EpisodeDetail,
+    IngestReport,
+    Retried,
+    SearchResult,
+    SupportedCandidate,
+)
 
 Json = dict[str, Any]
 CandidateFilter = CandidateStatus | Literal["all"]
@@ -243,6 +250,7 @@ def decide(
     candidate_id: str,
     *,
     reason: str | None = None,
+    idempotency: str | None = None,
 ) -> Decided:
     """Confirm or reject a buffered candidate of the key's scope; a rejection's reason goes to
     the log."""
@@ -255,9 +263,17 @@ def decide(
     with memory_span(
         names.UPDATE_MEMORY, tenant_id=key.tenant_id, record_id=candidate_id
     ) as opened:
-        decided: Decided = getattr(pipeline, verb)(store, command)
+        decided: Decided = getattr(pipeline, verb)(store, idempotency_key(idempotency, command))
         count(opened, 1)
     return decided
+
+
+def retry(store: Store, key: ApiKey, episode_id: str, idempotency: str | None = None) -> Retried:
+    """A failed episode of the key's scope back to work."""
+    episode_id = identifier("episode_id", episode_id)
+    require_owned(store, key, "episode", episode_id)
+    command = {"tenant_id": key.tenant_id, "episode_id": episode_id}
+    return pipeline.retry_episode(store, idempotency_key(idempotency, command))
 
 
 def forget(

@@ -3,8 +3,8 @@ confirmation or rejection of one — each in a transaction of its own."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Literal
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
@@ -18,10 +18,13 @@ from pipeline.buffer.candidates import (
 from pipeline.db.models import CandidateRow, SupportRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
+from pipeline.errors import ConflictError
+from pipeline.ledger.keyed_steps import DecidedOutcome, decision_step
 from pipeline.validation import parse
 from schemas.buffer import SupportRecord
+from schemas.commands import CandidateCommand, RejectCommand
 from schemas.facts import Trust
-from schemas.fields import Identifier, Text
+from schemas.fields import Identifier
 from schemas.lifecycle import CandidateStatus
 from schemas.results import Decided, StoredCandidate, SupportedCandidate
 
@@ -41,23 +44,6 @@ class CandidateQuery(BaseModel):
     )
     limit: int = Field(default=1000, ge=1, le=100_000)
     offset: int = Field(default=0, ge=0, le=100_000, description="rows skipped first (paging)")
-
-
-class CandidateCommand(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    tenant_id: Identifier
-    candidate_id: Identifier
-    actor: Identifier = "api"
-    by: Literal["user", "reviewer"] = Field(
-        default="user",
-        description="who decides: the user (a confirmed fact has the user's own trust) or a "
-        "reviewer (verified, as a promotion is)",
-    )
-
-
-class RejectCommand(CandidateCommand):
-    reason: Text | None = Field(default=None, max_length=500, description="why, for the log")
 
 
 def list_candidates(
@@ -109,7 +95,8 @@ def list_candidates(
 def confirm(store: Store, command: CandidateCommand | Mapping[str, Any]) -> Decided:
     """The user (or a reviewer: `by`) confirms: the candidate becomes a fact with the user's
     trust (a reviewer's: verified), valid from its first support. Raises NotFound,
-    NotBuffered, or the ledger's refusal."""
+    NotBuffered, or the ledger's refusal; with an idempotency key, a repeat answers the first
+    decision (or refusal) again and writes nothing."""
     command = parse(CandidateCommand, command)
 
     def work(unit: Unit) -> Buffered:
@@ -124,15 +111,12 @@ def confirm(store: Store, command: CandidateCommand | Mapping[str, Any]) -> Deci
             reason=f"confirmed by {_whom(command)}",
         )
 
-    result = store.run(work)
-    if result.refused is not None:
-        raise result.refused
-    return _decided(result)
+    return _answered(store, command, "confirm", work)
 
 
 def reject(store: Store, command: RejectCommand | Mapping[str, Any]) -> Decided:
     """Drop a buffered candidate for good; its support stays for the audit, and the reason
-    given, if any, in the log."""
+    given, if any, in the log. A repeated idempotency key answers the first rejection."""
     command = parse(RejectCommand, command)
     why = f"rejected by {_whom(command)}" + (f": {command.reason}" if command.reason else "")
 
@@ -147,7 +131,26 @@ def reject(store: Store, command: RejectCommand | Mapping[str, Any]) -> Decided:
         )
         return Buffered(row.candidate_id, CandidateStatus.REJECTED, row.support)
 
-    return _decided(store.run(work))
+    return _answered(store, command, "reject", work)
+
+
+def _answered(
+    store: Store, command: CandidateCommand, verb: str, work: Callable[[Unit], Buffered]
+) -> Decided:
+    """`work` through the decision's keyed step, in one transaction; its refusal raised."""
+    step = decision_step(command, verb)
+
+    def keyed(unit: Unit) -> DecidedOutcome:
+        def apply() -> DecidedOutcome:
+            result = work(unit)
+            return result.refused if result.refused is not None else _decided(result)
+
+        return step.answer(unit, apply)
+
+    outcome = store.run(keyed)
+    if isinstance(outcome, ConflictError):
+        raise outcome
+    return outcome
 
 
 def _whom(command: CandidateCommand) -> str:

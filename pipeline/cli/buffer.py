@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from pipeline.cli import output
-from pipeline.cli.options import given_fields, json_output, opened_store
+from pipeline.cli.options import REPEAT, given_fields, json_output, opened_store
 from schemas.lifecycle import CandidateStatus
 
 STATUSES = [status.value for status in CandidateStatus] + ["all"]
@@ -60,6 +60,7 @@ def _decide(verb: str) -> Any:
         show_default=True,
         help="The user the fact is about (user_confirmed trust) or a reviewer (verified).",
     )
+    @click.option("--idempotency-key", help="Repeat-safe request key.")
     @json_output
     def command(
         candidate_id: str,
@@ -67,15 +68,15 @@ def _decide(verb: str) -> Any:
         actor: str,
         by: str,
         as_json: bool,
-        reason: str | None = None,
+        **options: Any,
     ) -> None:
         from pipeline.buffer import review
 
         fields = {"tenant_id": tenant, "candidate_id": candidate_id, "actor": actor, "by": by}
-        if reason is not None:
-            fields["reason"] = reason
         with opened_store() as store:
-            result = getattr(review, verb)(store, fields)
+            result = getattr(review, verb)(store, fields | given_fields(options))
+        if result.replayed:
+            click.echo(REPEAT, err=True)
         if output.wants_json(as_json):
             output.emit_json(result)
         else:

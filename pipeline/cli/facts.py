@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from pipeline.cli import output
-from pipeline.cli.options import opened_store, reviewer, scope_fields, scoped
+from pipeline.cli.options import REPEAT, opened_store, reviewer, scope_fields, scoped
 from pipeline.errors import InvalidInput
 
 # The key a state tag names (pipeline/read/state.py), out of a fact's or a query's fields.
@@ -91,7 +91,7 @@ def put(
         if show_etag and tag is None and result.fact.cardinality is Cardinality.ONE:
             tag = state_tag(store, result.fact.model_dump(include=_KEY))  # a repeat: as now
     if result.replayed:
-        click.echo("unchanged: a repeat of the request first sent with this key", err=True)
+        click.echo(REPEAT, err=True)
     elif not result.written:
         click.echo("unchanged: the ledger already holds this value", err=True)
     output.facts(result.fact, as_json)

@@ -11,9 +11,9 @@ import click
 
 from pipeline.cli import output
 from pipeline.cli.lines import read_objects, report_lines
-from pipeline.cli.options import given_fields, json_output, opened_store, reviewer
+from pipeline.cli.options import REPEAT, given_fields, json_output, opened_store, reviewer
 from pipeline.cli.progress import progress
-from pipeline.errors import StoreUnavailable
+from pipeline.errors import InvalidInput, StoreUnavailable
 from schemas.lifecycle import EpisodeStatus, ReceiptStatus
 
 
@@ -233,24 +233,39 @@ def episodes_show(
 @episodes.command("retry")
 @click.argument("episode_ids", nargs=-1)
 @click.option("--tenant", help="Only this tenant's failed episodes.")
+@click.option("--idempotency-key", help="Repeat-safe request key (one episode, with --tenant).")
 @json_output
-def episodes_retry(episode_ids: tuple[str, ...], tenant: str | None, as_json: bool) -> None:
+def episodes_retry(
+    episode_ids: tuple[str, ...], tenant: str | None, idempotency_key: str | None, as_json: bool
+) -> None:
     """Re-drive failed episodes (all of them, a tenant's, or the named ones)."""
-    from pipeline.episodes.drive import retry
+    from pipeline.episodes.drive import retry, retry_episode
 
+    if idempotency_key is not None and (tenant is None or len(episode_ids) != 1):
+        raise InvalidInput("idempotency_key", "retries one EPISODE_ID, with --tenant")
     with opened_store() as store:
-        keys, driven = retry(store, tenant_id=tenant, episode_ids=episode_ids)
-    statuses = {
-        key[1]: driven.outcomes[key].status if key in driven.outcomes else ReceiptStatus.QUEUED
-        for key in keys
-    }
+        if idempotency_key is None:
+            keys, driven = retry(store, tenant_id=tenant, episode_ids=episode_ids)
+            statuses = {
+                key[1]: driven.outcomes[key].status
+                if key in driven.outcomes
+                else ReceiptStatus.QUEUED
+                for key in keys
+            }
+        else:  # a key names one request: one episode's retry, NotFailed when it is not failed
+            command = {"tenant_id": tenant, "episode_id": episode_ids[0]}
+            retried = retry_episode(store, command | {"idempotency_key": idempotency_key})
+            statuses = {retried.episode_id: retried.status}
+            if retried.replayed:
+                click.echo(REPEAT, err=True)
     if output.wants_json(as_json):
-        output.emit_json({"retried": len(keys), "episodes": statuses})
+        output.emit_json({"retried": len(statuses), "episodes": statuses})
     else:
         click.echo(
-            f"retried {len(keys)} episodes" + "".join(f"\n  {e}: {s}" for e, s in statuses.items())
+            f"retried {len(statuses)} episodes"
+            + "".join(f"\n  {e}: {s}" for e, s in statuses.items())
         )
-    if not keys:
+    if not statuses:
         raise click.exceptions.Exit(1)
 
 

@@ -13,6 +13,9 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# What a command answering a repeated idempotency key says on stderr: nothing was done now.
+REPEAT = "unchanged: a repeat of the request first sent with this key"
+
 json_output = click.option(
     "--json", "as_json", is_flag=True, help="JSON output (default: on a pipe)."
 )

@@ -6,20 +6,26 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import select
 
 from pipeline.db.models import EpisodeRow
 from pipeline.db.store import Store
+from pipeline.db.unit import Unit
 from pipeline.episodes.claimed import Outcome
 from pipeline.episodes.dispatch import EpisodeKey, send_extract
 from pipeline.episodes.process import process_episodes
 from pipeline.episodes.states import Waiting, reopen_failed, strays, within_grace
-from pipeline.errors import NotFailed, NotFound, StoreUnavailable
+from pipeline.errors import NotFailed, NotFound, SgamError, StoreUnavailable
 from pipeline.extract.llm import LlmClient
+from pipeline.ledger.idempotency import KeyedStep
+from pipeline.ledger.keyed_steps import retry_step
+from pipeline.validation import parse
+from schemas.commands import RetryEpisode
 from schemas.lifecycle import ReceiptStatus
 from schemas.results import Retried
 
@@ -28,6 +34,8 @@ log = logging.getLogger("sgam.episodes")
 # Inline mode retries a retryable failure after these pauses (seconds), within the budget of
 # SGAM_EPISODE_MAX_ATTEMPTS attempts per episode.
 INLINE_BACKOFF = (0.2, 0.5, 1.0, 2.0)
+# How soon a repeat of a retry still at work should come back (Retry-After's bound).
+_RETRY_S = 5
 
 
 @dataclass
@@ -83,17 +91,59 @@ def retry(
 
 
 def retry_episode(
-    store: Store, tenant_id: str, episode_id: str, *, llm: LlmClient | None = None
+    store: Store, command: RetryEpisode | Mapping[str, Any], *, llm: LlmClient | None = None
 ) -> Retried:
     """One failed episode back to work: `queued`, or where inline processing left it.
-    NotFound when the tenant has no such episode, NotFailed when it is not failed."""
-    keys, driven = retry(store, tenant_id=tenant_id, episode_ids=[episode_id], llm=llm)
-    if keys:
-        outcome = driven.outcomes.get(keys[0])
-        return Retried(
-            episode_id=episode_id,
-            status=outcome.status if outcome is not None else ReceiptStatus.QUEUED,
-        )
+    NotFound when the tenant has no such episode, NotFailed when it is not failed. With an
+    idempotency key, a repeat answers the first answer again and reopens nothing: the key is
+    reserved with the reopening and keeps the answer once the episode is driven (a repeat
+    meanwhile is IdempotencyInProgress)."""
+    command = parse(RetryEpisode, command)
+    step = retry_step(command, retry_s=_RETRY_S)
+
+    def reopen(unit: Unit) -> Retried | list[EpisodeKey]:
+        earlier = step.replayed(unit)
+        if earlier is not None:
+            return earlier
+        keys = reopen_failed(unit, tenant_id=command.tenant_id, episode_ids=[command.episode_id])
+        if keys:  # as long as a claim of it may hold: the answer is kept before then
+            step.reserve(unit, unit.settings.episode_lease_s)
+        return keys
+
+    reopened = store.run(reopen)
+    if isinstance(reopened, Retried):
+        return reopened
+    if not reopened:
+        raise _not_retried(store, command)
+    queued = Retried(episode_id=command.episode_id, status=ReceiptStatus.QUEUED)
+    try:
+        outcome = drive(store, reopened, llm=llm).outcomes.get(reopened[0])
+    except BaseException:
+        # The episode was reopened: it waits for the sweeper, and a repeat says so at once.
+        _keep(store, step, queued, quietly=True)
+        raise
+    answer = queued if outcome is None else queued.model_copy(update={"status": outcome.status})
+    _keep(store, step, answer)
+    return answer
+
+
+def _keep(
+    store: Store, step: KeyedStep[Retried], answer: Retried, *, quietly: bool = False
+) -> None:
+    """Keep the answer under the key, in place of its reservation (none without a key);
+    `quietly`: should this fail too, the reservation expires with the lease."""
+    if step.key is None:
+        return
+    try:
+        store.run(lambda unit: step.keep(unit, answer))
+    except Exception:
+        if not quietly:
+            raise
+        log.warning("idempotency reservation left to expire", extra={"tenant": step.key[0]})
+
+
+def _not_retried(store: Store, command: RetryEpisode) -> SgamError:
+    tenant_id, episode_id = command.tenant_id, command.episode_id
     with store.reading() as connection:
         status = connection.execute(
             select(EpisodeRow.status).where(
@@ -101,8 +151,8 @@ def retry_episode(
             )
         ).scalar()
     if status is None:
-        raise NotFound(f"no episode {episode_id} in tenant {tenant_id}")
-    raise NotFailed(
+        return NotFound(f"no episode {episode_id} in tenant {tenant_id}")
+    return NotFailed(
         f"episode {episode_id} is {status}; only a failed episode can be retried",
         episode_id=episode_id,
     )

@@ -137,8 +137,9 @@ def key_row(
     unit: Unit, command: Keyed, fingerprint: Fingerprint, result: dict[str, Any]
 ) -> dict[str, Any]:
     """The stored key of a command that was applied."""
-    # The subject lets a purge find and scrub this result; a promote names it only there.
-    subject = getattr(command, "subject", None) or result.get("fact", {}).get("subject")
+    # The subject lets a purge find and scrub this result; a promote or a confirm names it
+    # only there (a rejection names no fact: its answer holds no content).
+    subject = getattr(command, "subject", None) or (result.get("fact") or {}).get("subject")
     return {
         "tenant_id": command.tenant_id,
         "key": command.idempotency_key,

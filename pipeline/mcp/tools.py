@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -157,7 +157,13 @@ else:
         subject=(Identifier | None, Field(default=None, description="one subject only")),
     )
     DecideArguments = _arguments(
-        "DecideArguments", "The candidate to decide.", candidate_id=_CANDIDATE_ID
+        "DecideArguments",
+        "The candidate to decide.",
+        candidate_id=_CANDIDATE_ID,
+        idempotency_key=(
+            Identifier | None,
+            Field(default=None, description="retry-safe: same key, one decision"),
+        ),
     )
     ForgetArguments = _arguments(
         "ForgetArguments",
@@ -228,6 +234,15 @@ def _search(store: Store, key: ApiKey, given: Any) -> SearchResult:
 
 def _candidates(store: Store, key: ApiKey, given: Any) -> list[SupportedCandidate]:
     return operations.candidates(store, key, subject=given.subject)
+
+
+def _decide(verb: Literal["confirm", "reject"]) -> Callable[[Store, ApiKey, Any], Answer]:
+    def run(store: Store, key: ApiKey, given: Any) -> Answer:
+        return operations.decide(
+            store, key, verb, given.candidate_id, idempotency=given.idempotency_key
+        )
+
+    return run
 
 
 def _forget(store: Store, key: ApiKey, given: Any) -> Answer:
@@ -315,7 +330,7 @@ TOOLS: dict[str, Tool] = {
             "heard. Returns the fact written.",
             DecideArguments,
             Decided,
-            lambda store, key, given: operations.decide(store, key, "confirm", given.candidate_id),
+            _decide("confirm"),
             read_only=False,
         ),
         Tool(
@@ -324,7 +339,7 @@ TOOLS: dict[str, Tool] = {
             "Reject a buffered candidate for good: it will never become a fact.",
             DecideArguments,
             Decided,
-            lambda store, key, given: operations.decide(store, key, "reject", given.candidate_id),
+            _decide("reject"),
             read_only=False,
         ),
         Tool(

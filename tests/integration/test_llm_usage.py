@@ -88,7 +88,9 @@ def test_every_extraction_of_an_episode_is_counted(database_url: str, stub: Any)
         assert receipt.status == "failed"
         failed = pipeline.show_episode(store, TENANT, receipt.episode_id).usage
         stub.app.answer = lambda _request: {"updates": []}
-        retried = pipeline.retry_episode(store, TENANT, receipt.episode_id)
+        retried = pipeline.retry_episode(
+            store, {"tenant_id": TENANT, "episode_id": receipt.episode_id}
+        )
         assert retried.status == "done"
         done = pipeline.show_episode(store, TENANT, receipt.episode_id).usage
         (row,) = pipeline.llm_usage(store).rows

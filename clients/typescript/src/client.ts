@@ -204,10 +204,10 @@ export function createClient(options: ClientOptions) {
     },
 
     /** A failed episode back to work. */
-    async retry(episodeId: string) {
+    async retry(episodeId: string, { idempotencyKey }: Idempotent = {}) {
       return ok(
         raw.POST("/v1/episodes/{episode_id}/retry", {
-          params: { path: { episode_id: episodeId } },
+          params: { path: { episode_id: episodeId }, header: keyHeader(idempotencyKey) },
         }),
       );
     },
@@ -218,19 +218,26 @@ export function createClient(options: ClientOptions) {
     },
 
     /** Confirm a buffered candidate: it becomes a fact. */
-    async confirm(candidateId: string) {
+    async confirm(candidateId: string, { idempotencyKey }: Idempotent = {}) {
       return ok(
         raw.POST("/v1/candidates/{candidate_id}/confirm", {
-          params: { path: { candidate_id: candidateId } },
+          params: { path: { candidate_id: candidateId }, header: keyHeader(idempotencyKey) },
         }),
       );
     },
 
-    /** Drop a buffered candidate for good. */
-    async reject(candidateId: string, { reason }: { reason?: string } = {}) {
+    /** Drop a buffered candidate for good; `reason` goes to the decision log. */
+    async reject(
+      candidateId: string,
+      { reason, idempotencyKey }: Idempotent & { reason?: string } = {},
+    ) {
       return ok(
         raw.POST("/v1/candidates/{candidate_id}/reject", {
-          params: { path: { candidate_id: candidateId }, query: { reason } },
+          params: {
+            path: { candidate_id: candidateId },
+            query: { reason },
+            header: keyHeader(idempotencyKey),
+          },
         }),
       );
     },

@@ -81,7 +81,9 @@ export interface paths {
         put?: never;
         /**
          * A failed episode back to work
-         * @description 409 when the episode is not failed.
+         * @description 409 when the episode is not failed. The same request again under its Idempotency-Key
+         *     answers the first answer again, with `Idempotent-Replayed: true`, and reopens nothing (409
+         *     `idempotency-in-progress` while the first is still processing the episode).
          */
         post: operations["retry_episode"];
         delete?: never;
@@ -247,7 +249,9 @@ export interface paths {
         put?: never;
         /**
          * Confirm a buffered candidate: it becomes a fact valid from its first support
-         * @description 409 when the candidate is no longer buffered, or the ledger refuses the fact.
+         * @description 409 when the candidate is no longer buffered, or the ledger refuses the fact. The same
+         *     request again under its Idempotency-Key answers the first decision (or refusal) again,
+         *     with `Idempotent-Replayed: true`.
          */
         post: operations["confirm"];
         delete?: never;
@@ -267,7 +271,8 @@ export interface paths {
         put?: never;
         /**
          * Drop a buffered candidate for good
-         * @description `reason` goes to the log.
+         * @description `reason` goes to the log. The same request again under its Idempotency-Key answers the
+         *     first rejection again, with `Idempotent-Replayed: true`.
          */
         post: operations["reject"];
         delete?: never;
@@ -2052,7 +2057,9 @@ export interface operations {
     retry_episode: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                "Idempotency-Key"?: string;
+            };
             path: {
                 episode_id: string;
             };
@@ -2063,6 +2070,8 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
+                    /** @description `true` on the answer to a repeated Idempotency-Key: the first request's status and body again (less what was forgotten since); nothing was written now */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2105,7 +2114,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The ledger's state forbids the change (conflicts) */
+            /** @description The ledger's state forbids the change (conflicts); idempotency-conflict: the Idempotency-Key was used before for another request (another payload, endpoint or scope) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4787,7 +4796,9 @@ export interface operations {
     confirm: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                "Idempotency-Key"?: string;
+            };
             path: {
                 candidate_id: string;
             };
@@ -4798,6 +4809,8 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
+                    /** @description `true` on the answer to a repeated Idempotency-Key: the first request's status and body again (less what was forgotten since); nothing was written now */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4840,7 +4853,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The ledger's state forbids the change (conflicts) */
+            /** @description The ledger's state forbids the change (conflicts); idempotency-conflict: the Idempotency-Key was used before for another request (another payload, endpoint or scope) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4910,7 +4923,9 @@ export interface operations {
             query?: {
                 reason?: string;
             };
-            header?: never;
+            header?: {
+                "Idempotency-Key"?: string;
+            };
             path: {
                 candidate_id: string;
             };
@@ -4921,6 +4936,8 @@ export interface operations {
             /** @description Successful Response */
             200: {
                 headers: {
+                    /** @description `true` on the answer to a repeated Idempotency-Key: the first request's status and body again (less what was forgotten since); nothing was written now */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4963,7 +4980,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The ledger's state forbids the change (conflicts) */
+            /** @description The ledger's state forbids the change (conflicts); idempotency-conflict: the Idempotency-Key was used before for another request (another payload, endpoint or scope) */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -107,6 +107,38 @@ test("a 503 is retried with the same idempotency key, up to `retries` times", as
   assert.equal((await admin.episodes({ subject: noor })).length, 1, "the remember only");
 });
 
+test("confirm, reject and retry carry a key per call: retried after a 503, decided once", async () => {
+  const sam = subject("sam");
+  const report = await admin.ingest([episode(sam, "I prefer concise answers"), episode(sam, "please contact me by email", "s2")]);
+  const waiting = await admin.candidates({ subject: sam });
+  const byAttribute = new Map(waiting.map((candidate) => [candidate.attribute, candidate.candidate_id]));
+
+  const confirming = busyFirst(1);
+  const confirmer = createClient({ baseUrl, apiKey: adminKey, fetch: confirming.fetch });
+  const confirmed = await confirmer.confirm(byAttribute.get("contact_channel")!);
+  assert.equal(confirmed.status, "confirmed");
+  assert.equal(confirming.sent.length, 2, "the 503 was retried");
+  assert.equal(new Set(confirming.sent).size, 1, "with the call's one key");
+  assert.notEqual(confirming.sent[0], "none");
+
+  const key = `ts-reject-${sam}`;
+  const rejected = await admin.reject(byAttribute.get("answer_style")!, { reason: "no", idempotencyKey: key });
+  assert.deepEqual(await admin.reject(byAttribute.get("answer_style")!, { reason: "no", idempotencyKey: key }), rejected);
+  const kinds = (await admin.log({ subject: sam })).map((entry) => entry.kind);
+  assert.equal(kinds.filter((kind) => kind === "candidate_confirmed").length, 1);
+  assert.equal(kinds.filter((kind) => kind === "candidate_rejected").length, 1);
+
+  // A done episode is not failed (409), but the call was retried after the 503 with its key.
+  const retrying = busyFirst(1);
+  const retrier = createClient({ baseUrl, apiKey: adminKey, fetch: retrying.fetch });
+  await assert.rejects(retrier.retry(report.receipts![0]!.episode_id), (error: unknown) => {
+    return error instanceof SgamError && error.type === "urn:sgam:problem:not-failed";
+  });
+  assert.equal(retrying.sent.length, 2);
+  assert.equal(new Set(retrying.sent).size, 1);
+  assert.notEqual(retrying.sent[0], "none");
+});
+
 test("a network failure is not an SgamError", async () => {
   const nowhere = createClient({ baseUrl: "http://127.0.0.1:9", apiKey: adminKey });
   await assert.rejects(nowhere.facts("mira"), (error: unknown) => {

@@ -21,11 +21,9 @@ from pipeline.api.conventions import (
     IdQuery,
     Limit,
     Opened,
-    identifier,
     mark_replayed,
 )
 from pipeline.api.problems import MalformedRequest
-from pipeline.api.routes.owned import require_owned
 from pipeline.hot_path import Remembered
 from schemas.fields import Identifier
 from schemas.lifecycle import EpisodeStatus
@@ -141,8 +139,16 @@ def get_episode(episode_id: Identifier, key: Reader, store: Opened) -> EpisodeDe
     summary="A failed episode back to work",
     response_model=Retried,
 )
-def retry_episode(episode_id: Identifier, key: Writer, store: Opened) -> Retried:
-    """409 when the episode is not failed."""
-    episode_id = identifier("episode_id", episode_id)
-    require_owned(store, key, "episode", episode_id)
-    return pipeline.retry_episode(store, key.tenant_id, episode_id)
+def retry_episode(
+    episode_id: Identifier,
+    response: Response,
+    key: Writer,
+    store: Opened,
+    idempotency: IdempotencyHeader = None,
+) -> Retried:
+    """409 when the episode is not failed. The same request again under its Idempotency-Key
+    answers the first answer again, with `Idempotent-Replayed: true`, and reopens nothing (409
+    `idempotency-in-progress` while the first is still processing the episode)."""
+    retried = operations.retry(store, key, episode_id, idempotency)
+    mark_replayed(response, retried.replayed)
+    return retried

@@ -54,9 +54,19 @@ def list_candidates(
     summary="Confirm a buffered candidate: it becomes a fact valid from its first support",
     response_model=Decided,
 )
-def confirm(candidate_id: Identifier, key: Reviewer, store: Opened) -> Decided:
-    """409 when the candidate is no longer buffered, or the ledger refuses the fact."""
-    return operations.decide(store, key, "confirm", candidate_id)
+def confirm(
+    candidate_id: Identifier,
+    response: Response,
+    key: Reviewer,
+    store: Opened,
+    idempotency: IdempotencyHeader = None,
+) -> Decided:
+    """409 when the candidate is no longer buffered, or the ledger refuses the fact. The same
+    request again under its Idempotency-Key answers the first decision (or refusal) again,
+    with `Idempotent-Replayed: true`."""
+    decided = operations.decide(store, key, "confirm", candidate_id, idempotency=idempotency)
+    mark_replayed(response, decided.replayed)
+    return decided
 
 
 @router.post(
@@ -65,10 +75,20 @@ def confirm(candidate_id: Identifier, key: Reviewer, store: Opened) -> Decided:
     response_model=Decided,
 )
 def reject(
-    candidate_id: Identifier, key: Reviewer, store: Opened, reason: Reason = None
+    candidate_id: Identifier,
+    response: Response,
+    key: Reviewer,
+    store: Opened,
+    reason: Reason = None,
+    idempotency: IdempotencyHeader = None,
 ) -> Decided:
-    """`reason` goes to the log."""
-    return operations.decide(store, key, "reject", candidate_id, reason=reason)
+    """`reason` goes to the log. The same request again under its Idempotency-Key answers the
+    first rejection again, with `Idempotent-Replayed: true`."""
+    decided = operations.decide(
+        store, key, "reject", candidate_id, reason=reason, idempotency=idempotency
+    )
+    mark_replayed(response, decided.replayed)
+    return decided
 
 
 @router.get(
