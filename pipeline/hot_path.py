@@ -4,7 +4,9 @@ The episode is stored, the rules extractor reads it (the model only when one is 
 the rules found nothing), and the policy applies with the user's own trust (`user_confirmed`):
 no recurrence buffer, and a value waiting in the buffer is confirmed. When the model fails or
 misses SGAM_HOT_PATH_DEADLINE_MS, the episode moves to the background lane and the answer says
-`deferred`: nothing is lost. A forget of the subject that wins the race is NotFound.
+`deferred`: nothing is lost. A forget of the subject that wins the race is NotFound. Once it
+committed, the episode and the fact versions it wrote get their vectors in the background when
+the embedding arm is on (`pipeline.embedding.after_commit`): the answer does not wait for them.
 
 It uses the episode stage through its seam (`pipeline/episodes/stage.py`) and its idempotency
 key through the keyed-operation step (`pipeline/ledger/idempotency.py: KeyedStep`).
@@ -19,7 +21,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from pipeline.db.store import Store
-from pipeline.db.unit import Unit
+from pipeline.db.unit import Unit, Written
+from pipeline.embedding import after_commit
 from pipeline.episodes.stage import (
     Claimed,
     Remembered,
@@ -108,11 +111,14 @@ def _remember(
     fallback = model(store.settings, llm)
     if found.kept or fallback is None:
         # The common case, one transaction: the episode, done, with every decision it caused.
-        decided = store.run(lambda unit: _decided(unit, keyed, row, claimed, found))
+        decided, written = store.run(
+            lambda unit: (_decided(unit, keyed, row, claimed, found), unit.written)
+        )
         if decided is None:
             return earlier(store, request, claimed.key[1])
         answer, decisions = decided
         if not answer.replayed:
+            _embed(store, claimed, written)
             observe_remembered(claimed, "done", decisions, started)
         return answer
     # The rules found nothing and a model is configured: commit the episode first, under a
@@ -134,9 +140,12 @@ def _remember(
             return _kept(store, keyed, defer(store, claimed.key))
         if not isinstance(result, ExtractionResult):
             raise result
-        outcome = decide_and_finish(store, [claimed], {claimed.key: result})[claimed.key]
+        written = Written()
+        finished = decide_and_finish(store, [claimed], {claimed.key: result}, written=written)
+        outcome = finished[claimed.key]
         if outcome.forgotten:
             raise NotFound(outcome.error or f"subject {request.subject} was forgotten")
+        _embed(store, claimed, written)
         observe_remembered(claimed, str(outcome.status), outcome.decisions, started)
         return _kept(store, keyed, answer_of(claimed.key[1], result, outcome.decisions))
     except BaseException:
@@ -158,6 +167,12 @@ def _decided(
     answer = answer_of(claimed.key[1], result, decisions)
     keyed.keep(unit, answer)
     return answer, decisions
+
+
+def _embed(store: Store, claimed: Claimed, written: Written) -> None:
+    """The episode (done now) and the facts it wrote, to the embedding arm."""
+    written.episode(*claimed.key)
+    after_commit(store, written)
 
 
 def _reserve(unit: Unit, keyed: Keyed, row: dict[str, Any]) -> bool:

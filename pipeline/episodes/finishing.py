@@ -20,7 +20,7 @@ from sqlalchemy.orm import load_only
 
 from pipeline.db.models import EPISODES, EpisodeRow
 from pipeline.db.store import Store
-from pipeline.db.unit import Unit
+from pipeline.db.unit import Unit, Written
 from pipeline.episodes.claimed import Claimed, Extracted, Outcome
 from pipeline.episodes.dispatch import EpisodeKey
 from pipeline.episodes.records import insert_new
@@ -151,14 +151,18 @@ def decide_and_finish(
     spans: EpisodeSpans | None = None,
     *,
     recorded: frozenset[EpisodeKey] = frozenset(),
+    written: Written | None = None,
 ) -> dict[EpisodeKey, Outcome]:
     """`finish` in a transaction of its own; the episodes a forget won are finished as failed
-    (NotFound), nothing of theirs written."""
+    (NotFound), nothing of theirs written. `written`, if given, gets the rows it inserted."""
     results, lost = dict(extracted), set[EpisodeKey]()
     while True:
         try:
-            outcomes = store.run(
-                lambda unit: finish(unit, claimed, results, spans, recorded=recorded)
+            outcomes, inserted = store.run(
+                lambda unit: (
+                    finish(unit, claimed, results, spans, recorded=recorded),
+                    unit.written,
+                )
             )
         except ForgottenMeanwhile as forgotten:
             lost |= forgotten.keys
@@ -167,6 +171,8 @@ def decide_and_finish(
                     f"the subject of episode {key[1]} was forgotten after the episode was received"
                 )
             continue
+        if written is not None:
+            written.add(inserted)
         return outcomes | {key: replace(outcomes[key], forgotten=True) for key in lost}
 
 
