@@ -4,9 +4,8 @@ The episode is stored, the rules extractor reads it (the model only when one is 
 the rules found nothing), and the policy applies with the user's own trust (`user_confirmed`):
 no recurrence buffer, and a value waiting in the buffer is confirmed. When the model fails or
 misses SGAM_HOT_PATH_DEADLINE_MS, the episode moves to the background lane and the answer says
-`deferred`: nothing is lost. A forget of the subject that wins the race is NotFound. Once it
-committed, the episode and the fact versions it wrote get their vectors in the background when
-the embedding arm is on (`pipeline.embedding.after_commit`): the answer does not wait for them.
+`deferred`: nothing is lost. A forget of the subject that wins the race is NotFound. What it
+wrote gets its vectors in the background (`pipeline.embedding.after_commit`), unwaited for.
 
 It uses the episode stage through its seam (`pipeline/episodes/stage.py`) and its idempotency
 key through the keyed-operation step (`pipeline/ledger/idempotency.py: KeyedStep`).
@@ -111,14 +110,12 @@ def _remember(
     fallback = model(store.settings, llm)
     if found.kept or fallback is None:
         # The common case, one transaction: the episode, done, with every decision it caused.
-        decided, written = store.run(
-            lambda unit: (_decided(unit, keyed, row, claimed, found), unit.written)
-        )
+        decided = store.run(lambda unit: _decided(unit, keyed, row, claimed, found))
         if decided is None:
             return earlier(store, request, claimed.key[1])
-        answer, decisions = decided
+        answer, decisions, written = decided
         if not answer.replayed:
-            _embed(store, claimed, written)
+            after_commit(store, written)
             observe_remembered(claimed, "done", decisions, started)
         return answer
     # The rules found nothing and a model is configured: commit the episode first, under a
@@ -140,12 +137,10 @@ def _remember(
             return _kept(store, keyed, defer(store, claimed.key))
         if not isinstance(result, ExtractionResult):
             raise result
-        written = Written()
-        finished = decide_and_finish(store, [claimed], {claimed.key: result}, written=written)
+        finished = decide_and_finish(store, [claimed], {claimed.key: result}, embed=True)
         outcome = finished[claimed.key]
         if outcome.forgotten:
             raise NotFound(outcome.error or f"subject {request.subject} was forgotten")
-        _embed(store, claimed, written)
         observe_remembered(claimed, str(outcome.status), outcome.decisions, started)
         return _kept(store, keyed, answer_of(claimed.key[1], result, outcome.decisions))
     except BaseException:
@@ -155,24 +150,18 @@ def _remember(
 
 def _decided(
     unit: Unit, keyed: Keyed, row: dict[str, Any], claimed: Claimed, result: ExtractionResult
-) -> tuple[Remembered, list[Decision]] | None:
-    """The episode, done, its decisions and the answer kept under the idempotency key; the
-    first answer for a key used since the check; None for an episode id taken."""
+) -> tuple[Remembered, list[Decision], Written] | None:
+    """The episode, done, its decisions and the answer kept under the idempotency key, and
+    what it wrote; the first answer for a key used since; None for an episode id taken."""
     answered = keyed.replayed(unit)
     if answered is not None:
-        return answered, []
+        return answered, [], unit.written
     decisions = finish_new(unit, row, claimed, result)
     if decisions is None:
         return None
     answer = answer_of(claimed.key[1], result, decisions)
     keyed.keep(unit, answer)
-    return answer, decisions
-
-
-def _embed(store: Store, claimed: Claimed, written: Written) -> None:
-    """The episode (done now) and the facts it wrote, to the embedding arm."""
-    written.episode(*claimed.key)
-    after_commit(store, written)
+    return answer, decisions, unit.written
 
 
 def _reserve(unit: Unit, keyed: Keyed, row: dict[str, Any]) -> bool:

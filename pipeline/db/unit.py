@@ -24,9 +24,9 @@ Clock = Callable[[], datetime]
 
 @dataclass
 class Written:
-    """The fact versions and episodes a unit of work inserted, by tenant: what is derived from
-    them outside the transaction once it committed (the embedding arm's vectors,
-    `pipeline.embedding.after_commit`) is made for exactly these rows."""
+    """The fact versions a unit of work inserted and the episodes it finished (done), by
+    tenant: what is derived from them outside the transaction once it committed (the
+    embedding arm's vectors, `pipeline.embedding.after_commit`) is made for exactly these."""
 
     facts: dict[str, set[str]] = field(default_factory=dict)  # tenant: fact ids
     episodes: dict[str, set[str]] = field(default_factory=dict)  # tenant: episode ids
