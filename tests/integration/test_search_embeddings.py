@@ -23,6 +23,7 @@ import pipeline
 from pipeline.cli import run
 from pipeline.db.models import EmbeddingSpendRow, EpisodeVectorRow, FactRow, FactVectorRow
 from pipeline.db.store import Store, open_store
+from pipeline.embedding import background
 from pipeline.embedding.background import flush
 from pipeline.embedding.client import close_clients
 from pipeline.embedding.vectors import decode, fill_missing
@@ -544,3 +545,25 @@ def test_with_the_arm_off_a_write_loads_nothing_of_it(database_url: str, stub: A
     assert loaded("mira") == ("", "")
     on = loaded("jo", embedding_model=MODEL, embedding_base_url=stub.base_url)
     assert on == ("pipeline.embedding.client,pipeline.embedding.background", "sgam-embedding")
+
+
+def test_rows_past_a_full_queue_are_left_to_the_next_pass(
+    embedding: Store, endpoint: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(background, "MAX_WAITING", 1)
+    endpoint.embeddings_held = threading.Event()
+    try:
+        held = put_fact(embedding, **READ, attribute="employer", value="Initech")
+        _until(lambda: endpoint.embedding_requests == 1, "the first put's request, held")
+        queued = put_fact(embedding, **READ, attribute="home_city", value="Utrecht")
+        dropped = put_fact(embedding, tenant_id="acme", subject="jo", attribute="employer")
+        assert not flush(stall_s=0.5)  # nothing moves while the endpoint holds its answer
+    finally:
+        endpoint.embeddings_held.set()
+    assert flush()
+    assert [_fact_vectors(embedding, put.fact.fact_id) for put in (held, queued, dropped)] == [
+        1,
+        1,
+        0,
+    ]
+    assert fill_missing(embedding).facts == 1  # the next pass
