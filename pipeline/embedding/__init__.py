@@ -24,8 +24,8 @@ def after_commit(store: Store, written: Written) -> None:
 
 
 def settle() -> bool:
-    """Wait for the vectors this process's writes queued (`background.flush`: as long as each
-    request ends within SGAM_EMBEDDING_TIMEOUT_S); what a process leaving without the
+    """Wait for the vectors this process's writes queued (`background.flush`: as long as the
+    queue moves once per SGAM_EMBEDDING_TIMEOUT_S); what a process leaving without the
     interpreter's teardown calls first. True at once, importing nothing, when none was queued."""
     background = sys.modules.get("pipeline.embedding.background")
     return background is None or bool(background.flush())

@@ -14,8 +14,9 @@ What fails here is logged and left to the next pass (`vectors.fill_missing`: a p
 batch, `sgam embed`, the nightly consolidation): the endpoint failing after its retries (the
 rest of that round for the store is dropped, not retried against a failing endpoint), the
 database, a process that dies with rows queued, and rows submitted while more than
-`MAX_WAITING` wait. A process that exits (the CLI after `sgam import`) first waits for its
-queue (`flush`), as long as each slice ends within SGAM_EMBEDDING_TIMEOUT_S.
+`MAX_WAITING` wait. A process that exits (the CLI after `sgam import`, through
+`embedding.settle`; any other at exit) first waits for its queue (`flush`), as long as a
+slice of it ends at least once per SGAM_EMBEDDING_TIMEOUT_S.
 """
 
 from __future__ import annotations
