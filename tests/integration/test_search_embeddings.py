@@ -20,6 +20,7 @@ import pytest
 from sqlalchemy import func, select, text
 
 import pipeline
+from pipeline.access.keys import create_key
 from pipeline.cli import run
 from pipeline.db.models import EmbeddingSpendRow, EpisodeVectorRow, FactRow, FactVectorRow
 from pipeline.db.store import Store, open_store
@@ -34,6 +35,7 @@ from schemas.results import SearchResult, VectorArm
 from tests.factories import fact_command, isolated_settings, put_fact
 from tests.integration.celery_helpers import wait_for
 from tests.integration.pipeline_helpers import episode
+from tests.integration.server_helpers import fact_body, start_server, stop_server
 from tests.integration.stub_llm import EMBEDDING_DIMENSIONS, StubServer
 
 READ = {"tenant_id": "acme", "subject": "mira"}
@@ -567,3 +569,34 @@ def test_rows_past_a_full_queue_are_left_to_the_next_pass(
         0,
     ]
     assert fill_missing(embedding).facts == 1  # the next pass
+
+
+@pytest.mark.slow
+def test_an_http_put_answers_before_its_vector_is_made(
+    embedding: Store, endpoint: Any, stub: Any, database_url: str, tmp_path: Path
+) -> None:
+    """Through `sgam serve`: the put's 201 comes while the endpoint still holds the embedding
+    request, and the vector follows once it answers."""
+    secret = create_key(embedding, {"tenant_id": "acme", "role": "writer"})[1]
+    endpoint.embeddings_held = threading.Event()
+    server = start_server(
+        database_url,
+        tmp_path,
+        SGAM_EMBEDDING_MODEL=MODEL,
+        SGAM_EMBEDDING_BASE_URL=stub.base_url,
+    )
+    try:
+        with server.client(secret) as api:
+            body = fact_body(attribute="employer", value="Initech", evidence="I repair cars")
+            answered = api.put("/v1/facts", json=body)
+            assert answered.status_code == 201, answered.text
+            fact_id = answered.json()["fact"]["fact_id"]
+            _until(lambda: endpoint.embedding_requests == 1, "the put's embedding request")
+            assert _fact_vectors(embedding, fact_id) == 0  # answered; the vector is not made
+            endpoint.embeddings_held.set()
+            _until(lambda: _fact_vectors(embedding, fact_id) == 1, "the HTTP put's vector")
+            found = api.get("/v1/subjects/mira/search", params={"query": "automobile"})
+            assert [fact["value"] for fact in found.json()["facts"]] == ["Initech"]
+    finally:
+        endpoint.embeddings_held.set()
+        stop_server(server)
