@@ -10,9 +10,10 @@ each word but a few stop words, lowercased, a plural's `s` dropped and folded by
 synonym table (`CONCEPTS`: "automobile" is "car"), counted in one of `EMBEDDING_DIMENSIONS`
 dimensions by its hash, so texts that share words or synonyms are close. `embeddings_status`
 set answers every embeddings request with that HTTP status instead (a failing endpoint);
-`embedding_requests` and
-`embedded_texts` count them. `GET /stub/stats` reports the counters; `POST /stub/config`
-changes the latency, the budget or the refusals, and zeroes the counters.
+`embeddings_held` set to an Event holds each answer until it is set (a slow endpoint);
+`embedding_requests` and `embedded_texts` count them. `GET /stub/stats` reports the
+counters; `POST /stub/config` changes the latency, the budget or the refusals, and zeroes the
+counters.
 
     python bench/stub_llm.py --port 8199 --latency 0.4 [--rpm 600]
 
@@ -92,6 +93,7 @@ class StubApp:
     held: threading.Event | None = None  # answers wait until it is set (a test's release)
     stats: Stats = field(default_factory=Stats)
     embeddings_status: int | None = None  # answer every embeddings request with this status
+    embeddings_held: threading.Event | None = None  # embeddings answer once it is set
     embedding_requests: int = 0
     embedded_texts: int = 0
     _tokens: float = 0.0
@@ -171,6 +173,8 @@ class StubApp:
 
     async def _embed(self, request: dict[str, Any], send: Send) -> None:
         self.embedding_requests += 1
+        while self.embeddings_held is not None and not self.embeddings_held.is_set():
+            await asyncio.sleep(0.02)
         if self.embeddings_status is not None:
             message = {"error": {"message": f"stub embeddings answer {self.embeddings_status}"}}
             await _reply(send, self.embeddings_status, message)

@@ -4,7 +4,8 @@ The episode is stored, the rules extractor reads it (the model only when one is 
 the rules found nothing), and the policy applies with the user's own trust (`user_confirmed`):
 no recurrence buffer, and a value waiting in the buffer is confirmed. When the model fails or
 misses SGAM_HOT_PATH_DEADLINE_MS, the episode moves to the background lane and the answer says
-`deferred`: nothing is lost. A forget of the subject that wins the race is NotFound.
+`deferred`: nothing is lost. A forget of the subject that wins the race is NotFound. What it
+wrote gets its vectors in the background (`pipeline.embedding.after_commit`), unwaited for.
 
 It uses the episode stage through its seam (`pipeline/episodes/stage.py`) and its idempotency
 key through the keyed-operation step (`pipeline/ledger/idempotency.py: KeyedStep`).
@@ -19,7 +20,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from pipeline.db.store import Store
-from pipeline.db.unit import Unit
+from pipeline.db.unit import Unit, Written
+from pipeline.embedding import after_commit
 from pipeline.episodes.stage import (
     Claimed,
     Remembered,
@@ -111,8 +113,9 @@ def _remember(
         decided = store.run(lambda unit: _decided(unit, keyed, row, claimed, found))
         if decided is None:
             return earlier(store, request, claimed.key[1])
-        answer, decisions = decided
+        answer, decisions, written = decided
         if not answer.replayed:
+            after_commit(store, written)
             observe_remembered(claimed, "done", decisions, started)
         return answer
     # The rules found nothing and a model is configured: commit the episode first, under a
@@ -134,7 +137,8 @@ def _remember(
             return _kept(store, keyed, defer(store, claimed.key))
         if not isinstance(result, ExtractionResult):
             raise result
-        outcome = decide_and_finish(store, [claimed], {claimed.key: result})[claimed.key]
+        finished = decide_and_finish(store, [claimed], {claimed.key: result}, embed=True)
+        outcome = finished[claimed.key]
         if outcome.forgotten:
             raise NotFound(outcome.error or f"subject {request.subject} was forgotten")
         observe_remembered(claimed, str(outcome.status), outcome.decisions, started)
@@ -146,18 +150,18 @@ def _remember(
 
 def _decided(
     unit: Unit, keyed: Keyed, row: dict[str, Any], claimed: Claimed, result: ExtractionResult
-) -> tuple[Remembered, list[Decision]] | None:
-    """The episode, done, its decisions and the answer kept under the idempotency key; the
-    first answer for a key used since the check; None for an episode id taken."""
+) -> tuple[Remembered, list[Decision], Written] | None:
+    """The episode, done, its decisions and the answer kept under the idempotency key, and
+    what it wrote; the first answer for a key used since; None for an episode id taken."""
     answered = keyed.replayed(unit)
     if answered is not None:
-        return answered, []
+        return answered, [], unit.written
     decisions = finish_new(unit, row, claimed, result)
     if decisions is None:
         return None
     answer = answer_of(claimed.key[1], result, decisions)
     keyed.keep(unit, answer)
-    return answer, decisions
+    return answer, decisions, unit.written
 
 
 def _reserve(unit: Unit, keyed: Keyed, row: dict[str, Any]) -> bool:

@@ -16,6 +16,7 @@ from sqlalchemy import create_engine, inspect, select
 
 from pipeline.db.models import EventRow
 from pipeline.db.store import Store, open_store
+from pipeline.embedding import settle
 from pipeline.settings import Settings
 from tests.databases import POSTGRES_URL, create_database, empty_database
 from tests.factories import FrozenClock, isolated_settings
@@ -46,6 +47,7 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
         url = request.getfixturevalue("postgres_url")
         empty_database(url)
     yield url
+    settle()  # what a write queued for the embedding arm lands here, not in the next test's
     check_logged_events(url)
 
 

@@ -13,6 +13,7 @@ import sys
 
 import click
 
+from pipeline import embedding
 from pipeline.cli import (
     admin,
     agents,
@@ -136,6 +137,7 @@ def _command(argv: list[str]) -> str | None:
 
 def main() -> None:
     code = run()
+    embedding.settle()  # the vectors of what the command wrote, made in the background
     tracing.shutdown()  # the batched spans go out before the process leaves
     # Leave without the interpreter's teardown of every loaded module (a fifth of a short
     # command's wall time): the store is closed and nothing else is pending but the output.

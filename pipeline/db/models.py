@@ -19,12 +19,20 @@ from pipeline.db.ledger_tables import (
     ScopedKey,
 )
 from pipeline.db.stage_tables import EPISODES, CandidateRow, EpisodeRow, SupportRow
-from pipeline.db.vector_tables import EmbeddingSpendRow, EpisodeVectorRow, FactVectorRow
+from pipeline.db.vector_tables import (
+    EPISODE_VECTORS,
+    FACT_VECTORS,
+    EmbeddingSpendRow,
+    EpisodeVectorRow,
+    FactVectorRow,
+)
 
 __all__ = [
     "ROLES",
     "ApiKeyRow",
     "EPISODES",
+    "EPISODE_VECTORS",
+    "FACT_VECTORS",
     "FACT_COLUMNS",
     "FACT_STATUSES",
     "ID",

@@ -22,6 +22,31 @@ from schemas.catalog import Catalog
 Clock = Callable[[], datetime]
 
 
+@dataclass
+class Written:
+    """The fact versions a unit of work inserted and the episodes it finished (done), by
+    tenant: what is derived from them outside the transaction once it committed (the
+    embedding arm's vectors, `pipeline.embedding.after_commit`) is made for exactly these."""
+
+    facts: dict[str, set[str]] = field(default_factory=dict)  # tenant: fact ids
+    episodes: dict[str, set[str]] = field(default_factory=dict)  # tenant: episode ids
+
+    def fact(self, tenant_id: str, fact_id: str) -> None:
+        self.facts.setdefault(tenant_id, set()).add(fact_id)
+
+    def episode(self, tenant_id: str, episode_id: str) -> None:
+        self.episodes.setdefault(tenant_id, set()).add(episode_id)
+
+    def add(self, other: Written) -> None:
+        for tenant_id, fact_ids in other.facts.items():
+            self.facts.setdefault(tenant_id, set()).update(fact_ids)
+        for tenant_id, episode_ids in other.episodes.items():
+            self.episodes.setdefault(tenant_id, set()).update(episode_ids)
+
+    def __len__(self) -> int:
+        return sum(map(len, self.facts.values())) + sum(map(len, self.episodes.values()))
+
+
 @dataclass(frozen=True)
 class Unit:
     session: Session
@@ -31,6 +56,8 @@ class Unit:
     backend: Backend
     # The episode (and prompt version) the decisions being logged are taken for, if any.
     provenance: dict[str, str | None] = field(default_factory=dict)
+    # What it inserted, for the work after its commit (`Written`).
+    written: Written = field(default_factory=Written)
 
     @contextmanager
     def deciding_for(self, episode_id: str, prompt_version: str | None) -> Iterator[None]:

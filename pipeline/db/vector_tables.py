@@ -14,8 +14,9 @@ vector of another model is not compared with the query's.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import cast
 
-from sqlalchemy import BigInteger, Boolean, Index, Integer, LargeBinary, String
+from sqlalchemy import BigInteger, Boolean, Index, Integer, LargeBinary, String, Table
 from sqlalchemy.orm import Mapped, mapped_column
 
 from pipeline.db.base import ID, Base, UtcDateTime
@@ -49,6 +50,10 @@ class EpisodeVectorRow(Base):
     embedded_at: Mapped[datetime] = mapped_column(UtcDateTime)
 
     __table_args__ = (Index(None, "tenant_id", "subject"),)
+
+
+FACT_VECTORS = cast(Table, FactVectorRow.__table__)
+EPISODE_VECTORS = cast(Table, EpisodeVectorRow.__table__)
 
 
 class EmbeddingSpendRow(Base):

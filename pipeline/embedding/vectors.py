@@ -2,11 +2,14 @@
 
 What is embedded is what the text index holds: a fact version's attribute name (underscores
 as spaces), the strings and numbers of its value and its evidence; an episode's text. A row
-without a vector is still found lexically; `fill_missing` gives vectors to the rows that lack
-one (of the current model), a batch of SGAM_EMBEDDING_BATCH texts per request. It runs after
-each processed batch of episodes (`episodes.process`), in `sgam embed` and in the nightly
-consolidation. When the endpoint fails after its retries, the pass stops, logs it and leaves
-the rest for the next one: nothing the ledger committed waits on or depends on it.
+without a vector is still found lexically. `fill_written` gives vectors to exactly the rows a
+write just committed (a put, a put_many or import chunk, the hot path: by fact and episode id,
+run in the background by `background`); `fill_missing` to every row that lacks one (of the
+current model), after each processed batch of episodes (`episodes.process`), in `sgam embed`
+and in the nightly consolidation: the pass that catches whatever the first missed. Either
+sends SGAM_EMBEDDING_BATCH texts per request; when the endpoint fails after its retries, it
+stops, logs it and leaves the rest for the next pass: nothing the ledger committed waits on or
+depends on it.
 
 A forgotten row (a purged one is forgotten too) gets no vector: it never surfaces again. A
 vector is written only while its row is not forgotten, read under a share lock (PostgreSQL):
@@ -23,11 +26,18 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, delete, insert, select
+from sqlalchemy import ColumnElement, and_, delete, select
 
-from pipeline.db.models import EpisodeRow, EpisodeVectorRow, FactRow, FactVectorRow
+from pipeline.db.models import (
+    EPISODE_VECTORS,
+    FACT_VECTORS,
+    EpisodeRow,
+    EpisodeVectorRow,
+    FactRow,
+    FactVectorRow,
+)
 from pipeline.db.store import Store
-from pipeline.db.unit import Unit
+from pipeline.db.unit import Unit, Written
 from pipeline.embedding.client import EmbeddingFailed, client_for
 from pipeline.embedding.spend import WRITE, record_spend
 
@@ -101,7 +111,44 @@ def fill_missing(
     or all); a no-op when the embedding arm is off."""
     if not store.settings.embedding_configured or (tenant_ids is not None and not tenant_ids):
         return Filled()
-    pending = _pending(store, tenant_ids, limit)
+    facts: list[ColumnElement[bool]] = []
+    episodes: list[ColumnElement[bool]] = []
+    if tenant_ids is not None:
+        facts.append(FactRow.tenant_id.in_(list(tenant_ids)))
+        episodes.append(EpisodeRow.tenant_id.in_(list(tenant_ids)))
+    return _fill(store, _pending(store, facts, episodes, limit))
+
+
+def fill_written(store: Store, written: Written) -> Filled:
+    """Vectors for the rows of `written` (what a unit of work inserted) that lack one: every
+    version of its facts, its episodes; a no-op when the embedding arm is off."""
+    if not store.settings.embedding_configured or not written:
+        return Filled()
+    pending: list[_Pending] = []
+    for tenant_id in sorted(written.facts.keys() | written.episodes.keys()):
+        fact_ids = sorted(written.facts.get(tenant_id, ()))
+        episode_ids = sorted(written.episodes.get(tenant_id, ()))
+        for start in range(0, max(len(fact_ids), len(episode_ids)), _IDS_PER_READ):
+            facts = fact_ids[start : start + _IDS_PER_READ]
+            episodes = episode_ids[start : start + _IDS_PER_READ]
+            pending += _pending(
+                store,
+                [FactRow.tenant_id == tenant_id, FactRow.fact_id.in_(facts)] if facts else None,
+                [EpisodeRow.tenant_id == tenant_id, EpisodeRow.episode_id.in_(episodes)]
+                if episodes
+                else None,
+                limit=None,
+            )
+    return _fill(store, pending)
+
+
+# Ids per IN list when rows are read by id (a put_many chunk may hold thousands).
+_IDS_PER_READ = 1_000
+
+
+def _fill(store: Store, pending: Sequence[_Pending]) -> Filled:
+    """Embed and store `pending`, a request per SGAM_EMBEDDING_BATCH texts of one tenant;
+    the first failed request stops it (what is left waits for the next pass)."""
     by_tenant: dict[str, list[_Pending]] = defaultdict(list)
     for item in pending:
         by_tenant[item.tenant_id].append(item)
@@ -140,7 +187,14 @@ def fill_quietly(
         return Filled()
 
 
-def _pending(store: Store, tenant_ids: Collection[str] | None, limit: int) -> list[_Pending]:
+def _pending(
+    store: Store,
+    facts_where: Sequence[ColumnElement[bool]] | None,
+    episodes_where: Sequence[ColumnElement[bool]] | None,
+    limit: int | None,
+) -> list[_Pending]:
+    """The rows without a vector of the current model, not forgotten, that these conditions
+    choose (None: no row of that kind), newest first, up to `limit` of each kind."""
     model = store.settings.embedding_model
     facts = (
         select(FactRow.row_id, FactRow.tenant_id, FactRow.subject, FactRow.attribute)
@@ -150,6 +204,7 @@ def _pending(store: Store, tenant_ids: Collection[str] | None, limit: int) -> li
             and_(FactVectorRow.row_id == FactRow.row_id, FactVectorRow.model == model),
         )
         .where(FactVectorRow.row_id.is_(None), FactRow.forgotten_at.is_(None))
+        .where(*facts_where or ())
         .order_by(FactRow.row_id.desc())  # newest first: what a batch just wrote
         .limit(limit)
     )
@@ -168,12 +223,10 @@ def _pending(store: Store, tenant_ids: Collection[str] | None, limit: int) -> li
             EpisodeRow.forgotten_at.is_(None),
             EpisodeRow.text.is_not(None),
         )
+        .where(*episodes_where or ())
         .order_by(EpisodeRow.received_at.desc(), EpisodeRow.episode_id)
         .limit(limit)
     )
-    if tenant_ids is not None:
-        facts = facts.where(FactRow.tenant_id.in_(list(tenant_ids)))
-        episodes = episodes.where(EpisodeRow.tenant_id.in_(list(tenant_ids)))
     with store.reading() as connection:
         found = [
             _Pending(
@@ -183,11 +236,11 @@ def _pending(store: Store, tenant_ids: Collection[str] | None, limit: int) -> li
                 r.row_id,
                 fact_text(r.attribute, r.value, r.evidence),
             )
-            for r in connection.execute(facts)
+            for r in (connection.execute(facts) if facts_where is not None else ())
         ]
         found += [
             _Pending("episode", r.tenant_id, r.subject, r.episode_id, r.text)
-            for r in connection.execute(episodes)
+            for r in (connection.execute(episodes) if episodes_where is not None else ())
         ]
     return found
 
@@ -259,8 +312,8 @@ def _write(
             for key in held
             if key not in have
         ]
-        if rows:
-            session.execute(insert(FactVectorRow), rows)
+        if rows:  # a concurrent pass may have written one since: it stays
+            session.execute(unit.backend.insert_new(FACT_VECTORS), rows)
         written += Filled(facts=len(rows))
     if episodes:
         kept = session.scalars(
@@ -292,6 +345,6 @@ def _write(
             if key not in stored
         ]
         if rows:
-            session.execute(insert(EpisodeVectorRow), rows)
+            session.execute(unit.backend.insert_new(EPISODE_VECTORS), rows)
         written += Filled(episodes=len(rows))
     return written

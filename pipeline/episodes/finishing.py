@@ -21,6 +21,7 @@ from sqlalchemy.orm import load_only
 from pipeline.db.models import EPISODES, EpisodeRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
+from pipeline.embedding import after_commit
 from pipeline.episodes.claimed import Claimed, Extracted, Outcome
 from pipeline.episodes.dispatch import EpisodeKey
 from pipeline.episodes.records import insert_new
@@ -92,6 +93,8 @@ def finish(
         row.lease_until = None
         if row.status != EpisodeStatus.PENDING:
             row.finished_at = now
+        if row.status == EpisodeStatus.DONE:
+            unit.written.episode(*item.key)
     decided = {item.key: item.episode.subject for item in claimed if outcomes[item.key].decisions}
     lost = forgotten_meanwhile(
         unit, {key: (subject, rows[key].received_at) for key, subject in decided.items()}
@@ -137,6 +140,7 @@ def finish_new(
     finished = row | done_columns(result) | {"finished_at": unit.clock()}
     if not insert_new(unit, finished):
         return None
+    unit.written.episode(*claimed.key)
     decisions = decide_episode(unit, claimed.origin, result)
     subject = claimed.episode.subject
     if decisions and forgotten_meanwhile(unit, {claimed.key: (subject, row["received_at"])}):
@@ -151,14 +155,20 @@ def decide_and_finish(
     spans: EpisodeSpans | None = None,
     *,
     recorded: frozenset[EpisodeKey] = frozenset(),
+    embed: bool = False,
 ) -> dict[EpisodeKey, Outcome]:
     """`finish` in a transaction of its own; the episodes a forget won are finished as failed
-    (NotFound), nothing of theirs written."""
+    (NotFound), nothing of theirs written. `embed`: what it wrote goes to the embedding arm's
+    background once committed (the hot path; a worker's batches fill their tenants after all
+    of them, `process_episodes`)."""
     results, lost = dict(extracted), set[EpisodeKey]()
     while True:
         try:
-            outcomes = store.run(
-                lambda unit: finish(unit, claimed, results, spans, recorded=recorded)
+            outcomes, written = store.run(
+                lambda unit: (
+                    finish(unit, claimed, results, spans, recorded=recorded),
+                    unit.written,
+                )
             )
         except ForgottenMeanwhile as forgotten:
             lost |= forgotten.keys
@@ -167,6 +177,8 @@ def decide_and_finish(
                     f"the subject of episode {key[1]} was forgotten after the episode was received"
                 )
             continue
+        if embed:
+            after_commit(store, written)
         return outcomes | {key: replace(outcomes[key], forgotten=True) for key in lost}
 
 

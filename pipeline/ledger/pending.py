@@ -4,7 +4,8 @@ A batch decides every command from slot state read once, so what one command wri
 visible to the next in memory: each new fact version replaces its predecessor in the slot state
 at once, and a version replaced again within the same batch is inserted already closed. The
 closes of versions stored before the batch go out as one UPDATE, before the queued inserts
-(`inserts.batch`), so the database never sees two open versions of a fact.
+(`inserts.batch`), so the database never sees two open versions of a fact. Every version
+inserted is noted in the unit's `Written`, for what is made after the commit (vectors).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from pipeline.db import inserts
 from pipeline.db.models import ClaimRow, FactRow
+from pipeline.db.unit import Written
 from pipeline.ledger.slots import SlotState
 from pipeline.ledger.versions import CLOSE_VERSION, Change
 
@@ -24,8 +26,9 @@ from pipeline.ledger.versions import CLOSE_VERSION, Change
 class PendingWrites:
     """Use inside `inserts.batch(session)`, and call `close_replaced` before it ends."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, written: Written) -> None:
         self.session = session
+        self.written = written
         self._closes: list[dict[str, Any]] = []
         self._queued: dict[str, dict[str, Any]] = {}  # fact_id: its newest queued version
 
@@ -57,5 +60,6 @@ class PendingWrites:
 
     def _queue(self, state: SlotState, row: dict[str, Any]) -> None:
         self._queued[row["fact_id"]] = row
+        self.written.fact(row["tenant_id"], row["fact_id"])
         inserts.insert_rows(self.session, FactRow, [row])
         state.current[row["fact_id"]] = SimpleNamespace(**row)

@@ -1,12 +1,17 @@
 """The search read's embedding arm on both stores, against the stub OpenAI-protocol server's
 toy `/v1/embeddings` (bench/stub_llm.py: folded, hashed bags of words, so "automobile" is near
-"car"): vectors written after the ledger's writes, a paraphrase BM25 misses found by the fused
+"car"): vectors written after the ledger's writes (a put's, put_many's, an import's and the hot
+path's in the background, the writer not waiting), a paraphrase BM25 misses found by the fused
 ranking, a failing endpoint that leaves writes and search working, purge erasing the vectors,
 and the spend in `sgam usage`."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,16 +20,22 @@ import pytest
 from sqlalchemy import func, select, text
 
 import pipeline
+from pipeline.access.keys import create_key
 from pipeline.cli import run
-from pipeline.db.models import EpisodeVectorRow, FactRow, FactVectorRow
+from pipeline.db.models import EmbeddingSpendRow, EpisodeVectorRow, FactRow, FactVectorRow
 from pipeline.db.store import Store, open_store
+from pipeline.embedding import background
+from pipeline.embedding.background import flush
 from pipeline.embedding.client import close_clients
 from pipeline.embedding.vectors import decode, fill_missing
 from pipeline.errors import InvalidInput
+from pipeline.ledger.results import PutResult
 from pipeline.settings import load_settings
 from schemas.results import SearchResult, VectorArm
-from tests.factories import isolated_settings, put_fact
+from tests.factories import fact_command, isolated_settings, put_fact
+from tests.integration.celery_helpers import wait_for
 from tests.integration.pipeline_helpers import episode
+from tests.integration.server_helpers import fact_body, start_server, stop_server
 from tests.integration.stub_llm import EMBEDDING_DIMENSIONS, StubServer
 
 READ = {"tenant_id": "acme", "subject": "mira"}
@@ -41,7 +52,7 @@ def stub() -> Iterator[Any]:
 @pytest.fixture
 def endpoint(stub: Any) -> Any:
     """The stub's embeddings, answering and with their counters at zero."""
-    stub.app.embeddings_status = None
+    stub.app.embeddings_status = stub.app.embeddings_held = None
     stub.app.embedding_requests = stub.app.embedded_texts = 0
     return stub.app
 
@@ -54,6 +65,7 @@ def embedding(database_url: str, stub: Any, endpoint: Any) -> Iterator[Store]:
     )
     opened = open_store(settings)
     yield opened
+    assert flush(), "the background vectors of the test's writes never settled"
     opened.dispose()
 
 
@@ -86,7 +98,7 @@ def _episodes(store: Store) -> None:
 
 
 def test_episodes_get_vectors_when_processed_and_facts_by_the_backfill(
-    embedding: Store, endpoint: Any
+    embedding: Store, lexical: Store, endpoint: Any
 ) -> None:
     _episodes(embedding)  # inline mode: processed here, then embedded
 
@@ -100,8 +112,8 @@ def test_episodes_get_vectors_when_processed_and_facts_by_the_backfill(
     assert len(stored) == EMBEDDING_DIMENSIONS
     assert abs(sum(x * x for x in stored) - 1.0) < 1e-5  # unit length: a cosine is a dot
 
-    # A put writes no vector itself (nothing waits on the endpoint); the backfill does.
-    put_fact(embedding, **READ, attribute="employer", value="Initech", evidence="I fix cars")
+    # A fact written while the arm was off has no vector; the backfill gives it one.
+    put_fact(lexical, **READ, attribute="employer", value="Initech", evidence="I fix cars")
     assert _count(embedding, FactVectorRow) == 0
     filled = fill_missing(embedding)
     assert (filled.facts, filled.episodes, filled.failed) == (1, 0, 0)
@@ -113,7 +125,7 @@ def test_the_fused_ranking_finds_a_paraphrase_bm25_misses(embedding: Store, lexi
     _episodes(embedding)
     put_fact(embedding, **READ, attribute="employer", value="Initech", evidence="I repair cars")
     put_fact(embedding, **READ, attribute="home_city", value="Utrecht", evidence="I live here")
-    fill_missing(embedding)
+    assert flush()
 
     assert not _search(lexical, "automobile").found  # no shared word
     assert _search(lexical, "automobile").vectors is None  # the arm is off: field absent
@@ -148,8 +160,11 @@ def test_hidden_facts_never_surface_through_the_vector_arm(embedding: Store) -> 
     other = {"tenant_id": "acme", "subject": "jo"}
     put_fact(embedding, **other, attribute="employer", value="car")
     put_fact(embedding, tenant_id="globex", subject="mira", attribute="employer", value="car")
+    # Every version the puts inserted got its vector by id, the closed ones too (an --at).
+    assert flush()
     versions = _count(embedding, FactRow)
-    assert fill_missing(embedding).facts == versions == _count(embedding, FactVectorRow)
+    assert versions == _count(embedding, FactVectorRow) == 6
+    assert fill_missing(embedding).facts == 0
 
     found = _search(embedding, "automobile", kinds=["facts"])
     shown = pipeline.get(embedding, READ)
@@ -170,11 +185,14 @@ def test_a_failing_endpoint_keeps_writes_and_search_working(
 ) -> None:
     endpoint.embeddings_status = 500
     _episodes(embedding)  # processed and committed although no vector could be made
-    put_fact(embedding, **READ, attribute="employer", value="Initech", evidence="I repair cars")
+    written = put_fact(embedding, **READ, attribute="employer", value="Initech", evidence="cars")
+    assert written.written  # committed, whatever the endpoint does after
     statuses = {item.status for item in pipeline.list_episodes(embedding, {"tenant_id": "acme"})}
     assert statuses == {"done"}
-    assert _count(embedding, EpisodeVectorRow) == 0
-    assert endpoint.embedding_requests == 3  # one call, retried up to the 3 attempts
+    assert flush()
+    assert _count(embedding, EpisodeVectorRow) == _count(embedding, FactVectorRow) == 0
+    # The batch's call and the put's background call, each retried up to the 3 attempts.
+    assert endpoint.embedding_requests == 6
 
     found = _search(embedding, "car")
     assert found.vectors is VectorArm.FAILED  # said so, and answered lexically
@@ -208,13 +226,13 @@ def test_the_spend_appears_in_usage(
 
 
 def test_sgam_embed_fills_what_is_missing(
-    embedding: Store,
+    lexical: Store,
     stub: Any,
     cli_env: Callable[[], None],
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    put_fact(embedding, **READ, attribute="employer", value="Initech")
+    put_fact(lexical, **READ, attribute="employer", value="Initech")  # before the arm was on
 
     assert run(["embed", "--json"]) == 2  # the arm is off in this environment
     assert "SGAM_EMBEDDING_MODEL" in capsys.readouterr().err
@@ -226,7 +244,7 @@ def test_sgam_embed_fills_what_is_missing(
     assert run(["embed", "--json"]) == 1  # nothing left
 
     stub.app.embeddings_status = 503
-    put_fact(embedding, **READ, attribute="home_city", value="Utrecht")
+    put_fact(lexical, **READ, attribute="home_city", value="Utrecht")
     assert run(["embed", "--json"]) == 5
     assert "1 texts left without a vector" in capsys.readouterr().err
 
@@ -269,7 +287,7 @@ def test_purge_erases_the_subjects_vectors(embedding: Store, database_url: str) 
     _episodes(embedding)
     put_fact(embedding, **READ, attribute="employer", value="Initech", evidence="I repair cars")
     put_fact(embedding, tenant_id="acme", subject="jo", attribute="employer", value="Globex")
-    fill_missing(embedding)
+    assert flush()
     kept = {"tenant_id": "acme", "subject": "jo"}
     with embedding.reading() as connection:
         theirs = connection.execute(
@@ -308,7 +326,7 @@ def test_purge_vacuum_leaves_no_vector_in_postgres_pages(
     try:
         _episodes(store)
         put_fact(store, **READ, attribute="employer", value="Initech", evidence="I repair cars")
-        fill_missing(store)
+        assert flush()
         vectors = _vectors(store)
         assert len(_pages_holding(store, vectors)) == len(vectors) == 4
 
@@ -338,3 +356,247 @@ def _pages_holding(store: Store, vectors: list[bytes]) -> list[bytes]:
                 )
         found = [vector for vector in vectors if vector in pages]
     return found
+
+
+# -- vectors of what a write just committed --------------------------------------------------
+
+SGAM = str(Path(sys.executable).with_name("sgam"))
+
+
+def _fact_vectors(store: Store, fact_id: str) -> int:
+    """How many versions of the fact have a vector."""
+    with store.reading() as connection:
+        return int(
+            connection.execute(
+                select(func.count())
+                .select_from(FactVectorRow)
+                .join(FactRow, FactRow.row_id == FactVectorRow.row_id)
+                .where(FactRow.fact_id == fact_id)
+            ).scalar_one()
+        )
+
+
+def _until(check: Callable[[], bool], what: str) -> None:
+    wait_for(check, timeout=30, what=what, logs=lambda: "")
+
+
+def _found_by_meaning(store: Store, query: str, value: str) -> None:
+    """`value` is found for `query`, which shares no word with it: by its vector."""
+    found = _search(store, query, kinds=["facts"])
+    assert found.vectors is VectorArm.FUSED
+    assert [fact.value for fact in found.facts] == [value]
+
+
+def test_a_put_gets_its_vector_without_waiting_for_the_endpoint(
+    embedding: Store, lexical: Store, endpoint: Any
+) -> None:
+    endpoint.embeddings_held = threading.Event()  # the endpoint answers when the test says
+    try:
+        put = put_fact(embedding, **READ, attribute="employer", value="Initech", evidence="cars")
+        # The put answered while its fact's embedding request is still held at the endpoint.
+        _until(lambda: endpoint.embedding_requests == 1, "the put's embedding request")
+        assert pipeline.get(lexical, READ | {"attribute": "employer"})[0].value == "Initech"
+        assert _fact_vectors(embedding, put.fact.fact_id) == 0
+    finally:
+        endpoint.embeddings_held.set()
+    _until(lambda: _fact_vectors(embedding, put.fact.fact_id) == 1, "the put's vector")
+    assert not _search(lexical, "automobile").found  # no word in common
+    _found_by_meaning(embedding, "automobile", "Initech")
+    [spend] = pipeline.llm_usage(embedding, {"tenant_id": "acme"}).embeddings
+    assert (spend.calls, spend.texts, spend.query_calls, spend.failed) == (2, 2, 1, 0)
+
+
+def test_put_many_gets_its_vectors_a_chunk_at_a_time(
+    database_url: str, stub: Any, endpoint: Any
+) -> None:
+    settings = isolated_settings(
+        database_url=database_url,
+        embedding_model=MODEL,
+        embedding_base_url=stub.base_url,
+        embedding_batch=2,
+    )
+    store = open_store(settings)
+    try:
+        values = ["Initech", "Globex", "Hooli", "Umbrella", "Acme Cars"]
+        commands = [
+            fact_command(tenant_id="acme", subject=f"p{n}", attribute="employer", value=value)
+            for n, value in enumerate(values)
+        ]
+        outcomes = pipeline.put_many(store, commands, chunk=2)
+        fact_ids = [outcome.fact.fact_id for outcome in outcomes if isinstance(outcome, PutResult)]
+        assert len(fact_ids) == 5
+        _until(
+            lambda: all(_fact_vectors(store, fact_id) == 1 for fact_id in fact_ids),
+            "a vector for every fact put_many wrote",
+        )
+        with store.reading() as connection:
+            sizes = connection.execute(select(EmbeddingSpendRow.texts)).scalars().all()
+        assert sum(sizes) == 5
+        assert max(sizes) <= 2  # SGAM_EMBEDDING_BATCH texts a request
+        found = pipeline.search(
+            store, {"tenant_id": "acme", "subject": "p4", "query": "automobile"}
+        )
+        assert [fact.value for fact in found.facts] == ["Acme Cars"]
+        assert flush()
+    finally:
+        store.dispose()
+
+
+def test_sgam_import_ends_with_the_vectors_of_what_it_wrote(
+    embedding: Store, stub: Any, database_url: str, tmp_path: Path
+) -> None:
+    lines = [
+        fact_command(**READ, attribute="employer", value="Initech", evidence="I repair cars"),
+        fact_command(**READ, attribute="home_city", value="Utrecht", evidence="my house"),
+    ]
+    path = tmp_path / "facts.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    env = os.environ | {
+        "SGAM_DATABASE_URL": database_url,
+        "SGAM_EMBEDDING_MODEL": MODEL,
+        "SGAM_EMBEDDING_BASE_URL": stub.base_url,
+    }
+    done = subprocess.run(
+        [SGAM, "import", str(path)], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    # The process waited for its background vectors before it exited.
+    assert _count(embedding, FactVectorRow) == _count(embedding, FactRow) == 2
+    _found_by_meaning(embedding, "automobile", "Initech")
+    _found_by_meaning(embedding, "residence", "Utrecht")
+
+
+def test_the_hot_path_embeds_its_episode_and_facts(embedding: Store) -> None:
+    said = pipeline.remember(embedding, READ | {"text": "My home city is Utrecht."})
+    [fact] = said.facts
+    _until(lambda: _fact_vectors(embedding, fact.fact_id) == 1, "the remembered fact's vector")
+    _until(lambda: _count(embedding, EpisodeVectorRow) == 1, "the remembered episode's vector")
+    _found_by_meaning(embedding, "residence", "Utrecht")
+    found = _search(embedding, "residence", kinds=["episodes"])
+    assert [item.episode_id for item in found.episodes] == [said.episode_id]
+
+
+def test_a_failing_endpoint_leaves_the_write_committed_and_the_vector_to_the_next_pass(
+    embedding: Store, endpoint: Any
+) -> None:
+    endpoint.embeddings_status = 503
+    put = put_fact(embedding, **READ, attribute="employer", value="Initech", evidence="cars")
+    jo = {"tenant_id": "acme", "subject": "jo"}
+    (many,) = pipeline.put_many(embedding, [fact_command(**jo, attribute="home_city", value="Ede")])
+    said = pipeline.remember(embedding, READ | {"text": "My home city is Utrecht."})
+    assert put.written
+    assert isinstance(many, PutResult)
+    assert many.written
+    assert [fact.value for fact in said.facts] == ["Utrecht"]
+    assert flush()
+    assert _count(embedding, FactVectorRow) == _count(embedding, EpisodeVectorRow) == 0
+    [spend] = pipeline.llm_usage(embedding, {"tenant_id": "acme"}).embeddings
+    assert spend.failed == spend.calls >= 1  # each failed call counted, its attempts too
+    assert spend.attempts == 3 * spend.calls
+
+    endpoint.embeddings_status = None
+    filled = fill_missing(embedding)  # the next pass
+    assert (filled.facts, filled.episodes, filled.failed) == (_count(embedding, FactRow), 1, 0)
+    _found_by_meaning(embedding, "automobile", "Initech")
+
+
+def test_a_purge_while_the_vectors_are_made_leaves_none(embedding: Store, endpoint: Any) -> None:
+    endpoint.embeddings_held = threading.Event()
+    try:
+        put_fact(embedding, **READ, attribute="employer", value="Initech", evidence="cars")
+        _until(lambda: endpoint.embedding_requests == 1, "the put's embedding request")
+        pipeline.forget(embedding, READ | {"purge": True})  # commits while the call is out
+    finally:
+        endpoint.embeddings_held.set()
+    assert flush()
+    assert endpoint.embedded_texts == 1  # the vector was made, and not stored
+    assert _vectors(embedding) == []
+    assert fill_missing(embedding).facts == 0
+
+
+def test_with_the_arm_off_a_write_loads_nothing_of_it(database_url: str, stub: Any) -> None:
+    """A put and a put_many load no embedding client, and no write starts the embedding
+    thread, in a fresh process with the arm off; with it on (that the check can see them)
+    they do. (The hot path loads the client anyway, for the search read's own use.)"""
+
+    def loaded(subject: str, **arm: str) -> tuple[str, str]:
+        script = (
+            "import sys, threading, pipeline\n"
+            "from pipeline.db.store import open_store\n"
+            "from tests.factories import fact_command, isolated_settings\n"
+            f"store = open_store(isolated_settings(database_url={database_url!r}, **{arm!r}))\n"
+            f"read = {{'tenant_id': 'acme', 'subject': {subject!r}}}\n"
+            "pipeline.put(store, fact_command(**read, attribute='employer', value='Initech'))\n"
+            "pipeline.put_many(store, [fact_command(**read, value='Ede')])\n"
+            "names = ('pipeline.embedding.client', 'pipeline.embedding.background')\n"
+            "print(','.join(name for name in names if name in sys.modules))\n"
+            "pipeline.remember(store, read | {'text': 'My home city is Utrecht.'})\n"
+            "print(','.join(t.name for t in threading.enumerate() if t.name.startswith('sgam-')))\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=Path(__file__).parents[2],
+        )
+        assert done.returncode == 0, done.stderr
+        modules, threads = done.stdout.split("\n")[:2]
+        return modules, threads
+
+    assert loaded("mira") == ("", "")
+    on = loaded("jo", embedding_model=MODEL, embedding_base_url=stub.base_url)
+    assert on == ("pipeline.embedding.client,pipeline.embedding.background", "sgam-embedding")
+
+
+def test_rows_past_a_full_queue_are_left_to_the_next_pass(
+    embedding: Store, endpoint: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(background, "MAX_WAITING", 1)
+    endpoint.embeddings_held = threading.Event()
+    try:
+        held = put_fact(embedding, **READ, attribute="employer", value="Initech")
+        _until(lambda: endpoint.embedding_requests == 1, "the first put's request, held")
+        queued = put_fact(embedding, **READ, attribute="home_city", value="Utrecht")
+        dropped = put_fact(embedding, tenant_id="acme", subject="jo", attribute="employer")
+        assert not flush(stall_s=0.5)  # nothing moves while the endpoint holds its answer
+    finally:
+        endpoint.embeddings_held.set()
+    assert flush()
+    assert [_fact_vectors(embedding, put.fact.fact_id) for put in (held, queued, dropped)] == [
+        1,
+        1,
+        0,
+    ]
+    assert fill_missing(embedding).facts == 1  # the next pass
+
+
+@pytest.mark.slow
+def test_an_http_put_answers_before_its_vector_is_made(
+    embedding: Store, endpoint: Any, stub: Any, database_url: str, tmp_path: Path
+) -> None:
+    """Through `sgam serve`: the put's 201 comes while the endpoint still holds the embedding
+    request, and the vector follows once it answers."""
+    secret = create_key(embedding, {"tenant_id": "acme", "role": "writer"})[1]
+    endpoint.embeddings_held = threading.Event()
+    server = start_server(
+        database_url,
+        tmp_path,
+        SGAM_EMBEDDING_MODEL=MODEL,
+        SGAM_EMBEDDING_BASE_URL=stub.base_url,
+    )
+    try:
+        with server.client(secret) as api:
+            body = fact_body(attribute="employer", value="Initech", evidence="I repair cars")
+            answered = api.put("/v1/facts", json=body)
+            assert answered.status_code == 201, answered.text
+            fact_id = answered.json()["fact"]["fact_id"]
+            _until(lambda: endpoint.embedding_requests == 1, "the put's embedding request")
+            assert _fact_vectors(embedding, fact_id) == 0  # answered; the vector is not made
+            endpoint.embeddings_held.set()
+            _until(lambda: _fact_vectors(embedding, fact_id) == 1, "the HTTP put's vector")
+            found = api.get("/v1/subjects/mira/search", params={"query": "automobile"})
+            assert [fact["value"] for fact in found.json()["facts"]] == ["Initech"]
+    finally:
+        endpoint.embeddings_held.set()
+        stop_server(server)

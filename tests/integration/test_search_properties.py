@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 import pipeline
 from pipeline.db.store import Store, open_store
+from pipeline.embedding import settle
 from pipeline.embedding.client import close_clients
 from pipeline.embedding.vectors import fill_missing
 from pipeline.errors import ConflictError
@@ -143,6 +144,7 @@ def embedding_store(database_url: str, clock: FrozenClock) -> Iterator[Store]:
         )
         opened = open_store(settings, clock=clock)
         yield opened
+        assert settle()  # the writes' background vectors, while the stub still answers
         opened.dispose()
         close_clients()
 

@@ -8,8 +8,9 @@ top-level module of `pipeline`; units on one line are independent of each other)
  2. pipeline.validation, pipeline.settings, pipeline.logs (how every process logs)
  3. pipeline.catalog, pipeline.observe   loading the memory-schema catalogue; traces
  4. pipeline.db             tables, backends, the store and its unit of work
- 5. pipeline.ledger         the bi-temporal write path and the decision log
- 6. pipeline.embedding      the search read's optional vectors: endpoint, storage, spend
+ 5. pipeline.embedding      the search read's optional vectors: endpoint, storage, spend, and
+                            their making after a commit (which the ledger's writes call)
+ 6. pipeline.ledger         the bi-temporal write path and the decision log
  7. pipeline.read, pipeline.access, pipeline.extract
  8. pipeline.buffer         the recurrence buffer (writes through the ledger)
  9. pipeline.policy         what to do with a candidate (write, quarantine, buffer)
@@ -42,8 +43,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("pipeline.validation", "pipeline.settings", "pipeline.logs"),
     ("pipeline.catalog", "pipeline.observe"),
     ("pipeline.db",),
-    ("pipeline.ledger",),
     ("pipeline.embedding",),
+    ("pipeline.ledger",),
     ("pipeline.read", "pipeline.access", "pipeline.extract"),
     ("pipeline.buffer",),
     ("pipeline.policy",),
