@@ -4,6 +4,7 @@ command line maps classes to exit codes in one table (`pipeline.cli.errors`).
 SgamError
 ├── PermanentError              retrying the same call cannot help
 │   ├── InvalidInput            a field, setting or file is missing, malformed or out of range
+│   │   ├── SettingError        an SGAM_* setting is missing or invalid (the operator's)
 │   │   ├── CatalogError        the memory-schema catalogue itself is invalid
 │   │   └── InvalidLines        lines of a JSON Lines input are invalid (each named)
 │   ├── NotFound                nothing matches (another tenant's data is reported the same way)
