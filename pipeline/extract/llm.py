@@ -20,14 +20,12 @@ import threading
 import time
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 import httpx2
 import instructor
-import openai
 from instructor.core.exceptions import IncompleteOutputException, InstructorRetryException
-from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, ValidationError
 
 from pipeline.errors import (
@@ -43,6 +41,13 @@ from pipeline.observe import conventions as names
 from pipeline.observe import tracing
 from pipeline.settings import Settings
 from schemas.extraction import Usage
+
+if TYPE_CHECKING:
+    # `openai` (with the aiohttp it loads) is a quarter of the HTTP server's start-up CPU:
+    # imported where a client is made or its errors are read, not by every process that
+    # merely imports the pipeline (the CLI, a server on the rules extractor).
+    import openai
+    from openai.types.chat import ChatCompletion
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -94,6 +99,8 @@ class LlmClient:
             sleep=sleep,
         )
         self._http = httpx2.Client(transport=self._transport, timeout=settings.llm_timeout_s)
+        import openai
+
         client = openai.OpenAI(
             base_url=self.base_url,
             api_key=settings.llm_api_key.get_secret_value() or _NO_KEY,
@@ -116,6 +123,8 @@ class LlmClient:
         self, messages: list[dict[str, str]], response_model: type[M], *, prompt_version: str
     ) -> tuple[M, Usage]:
         """The validated answer and what it cost; a typed `LlmFailure` when there is none."""
+        import openai
+
         settings = self.settings
         call = Call(self.deadline_s, settings.llm_max_wait_s)
         token = CURRENT_CALL.set(call)
@@ -253,6 +262,9 @@ def _completions(client: openai.OpenAI, http: httpx2.Client) -> Callable[..., Ch
     third of an extraction's CPU, to send the same JSON and read the same answer. The errors
     are the SDK's own (`failure` reads them): a timeout, a connection error, a status error
     made by the SDK from the response."""
+    import openai
+    from openai.types.chat import ChatCompletion
+
     url = f"{str(client.base_url).rstrip('/')}/chat/completions"
     headers = {"Authorization": f"Bearer {client.api_key}", "Accept": "application/json"}
     headers["Content-Type"] = "application/json"
@@ -333,6 +345,8 @@ def shared_client(settings: Settings) -> LlmClient:
 
 def failure(error: BaseException, attempts: int, usage: Usage) -> LlmFailure:
     """The typed error for what finally went wrong, decided by the innermost cause."""
+    import openai
+
     cause = error.__cause__ if isinstance(error, InstructorRetryException) else error
     cause = cause or error
     # A connection error's own cause names what happened (refused, timed out, DNS).
