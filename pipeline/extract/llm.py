@@ -43,9 +43,7 @@ from pipeline.settings import Settings
 from schemas.extraction import Usage
 
 if TYPE_CHECKING:
-    # `openai` (with the aiohttp it loads) is a quarter of the HTTP server's start-up CPU:
-    # imported where a client is made or its errors are read, not by every process that
-    # merely imports the pipeline (the CLI, a server on the rules extractor).
+    # Imported where used: `openai` and its aiohttp were a third of `sgam serve`'s start-up.
     import openai
     from openai.types.chat import ChatCompletion
 
@@ -326,6 +324,11 @@ def _on_invalid(*_: Any, **__: Any) -> None:
 
 _shared: dict[int, tuple[int, Settings, LlmClient]] = {}
 _shared_lock = threading.Lock()
+
+
+def import_sdk() -> None:
+    """The OpenAI SDK imported now, not in a request (a server with a model, as it starts)."""
+    import openai  # noqa: F401
 
 
 def shared_client(settings: Settings) -> LlmClient:
