@@ -2,9 +2,9 @@
 mixes of forget, purge, confirm, reject, promote, dismiss, put and remember fired at once at
 one subject, round after round, and an invariant checker over every answer, the log and every
 read (tests/integration/forget_race_helpers.py). SGAM_RACE_ROUNDS sets the rounds per store:
-40 by default (100 before, about a minute of the suite's CPU more for each store), a fresh
-random seed each run; the long run is the soak's (bench/forget_race_soak.py: thousands of
-rounds), which is where a rare interleaving is hunted."""
+40 by default (100 before: the suite is CPU-bound), with a fresh random seed each run; the
+long run is the soak's (bench/forget_race_soak.py: thousands of rounds), which is where a rare
+interleaving is hunted."""
 
 from __future__ import annotations
 
