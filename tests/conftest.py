@@ -1,12 +1,15 @@
 """Shared fixtures: a migrated store on SQLite (a fresh file per test) and on the real Postgres.
 
 The Postgres database named by SGAM_TEST_POSTGRES_URL is created and migrated once per session
-and emptied before each test that uses it.
+and emptied before each test that uses it. Each test's SQLite file is a copy of one migrated
+once per session: migrating a file costs ten times the copy's CPU, in some 800 tests.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import sqlite3
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,12 +40,27 @@ def postgres_url() -> str:
     return POSTGRES_URL
 
 
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file migrated to the head revision, for `database_url` to copy."""
+    path = tmp_path_factory.mktemp("template") / "sgam.sqlite3"
+    store = Store(isolated_settings(database_url=f"sqlite:///{path}"))
+    store.upgrade()
+    store.dispose()
+    with sqlite3.connect(path) as connection:  # all in the file itself, none left in its WAL
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    connection.close()
+    return path
+
+
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A migrated, empty database on each backend. Afterwards, every event the test wrote
     must be of a registered kind whose payload round-trips through its model."""
     if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'sgam.sqlite3'}"
+        copy = tmp_path / "sgam.sqlite3"
+        shutil.copyfile(request.getfixturevalue("sqlite_template"), copy)
+        url = f"sqlite:///{copy}"
     else:
         url = request.getfixturevalue("postgres_url")
         empty_database(url)

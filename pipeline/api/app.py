@@ -39,6 +39,7 @@ from pipeline.api.routes import episodes, facts, health, keys, review, subjects,
 from pipeline.api.traces import Trace
 from pipeline.db.store import Store, open_store
 from pipeline.errors import SgamError
+from pipeline.extract import llm
 from pipeline.mcp import http as mcp_http
 from pipeline.observe.tracing import setup_tracing
 from pipeline.settings import Settings, load_settings
@@ -69,6 +70,8 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     settings = settings or load_settings()
     setup_tracing(settings, "sgam-api")
     store = store or open_store(settings)
+    if settings.llm_configured:
+        llm.import_sdk()  # at start, not in the first request that asks the model
     limiter = RateLimiter(settings)
     metrics = Metrics(store)
     # Keys are trusted from memory only where a revocation's marker reaches every request

@@ -15,7 +15,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import httpx2
-import openai
 from tenacity import (
     Retrying,
     retry_if_exception_type,
@@ -26,11 +25,18 @@ from tenacity import (
 from pipeline.settings import Settings
 
 _NO_KEY = "none"  # local servers need no key, but the client insists on one
-_RETRYABLE = (
-    openai.APIConnectionError,  # timeouts too
-    openai.RateLimitError,
-    openai.InternalServerError,
-)
+
+
+def _retryable() -> tuple[type[Exception], ...]:
+    # `openai` is imported by the client that uses it, not by every process that imports the
+    # read path: it (and the aiohttp it loads) is a quarter of the HTTP server's start-up CPU.
+    import openai
+
+    return (
+        openai.APIConnectionError,  # timeouts too
+        openai.RateLimitError,
+        openai.InternalServerError,
+    )
 
 
 class EmbeddingFailed(Exception):
@@ -67,6 +73,8 @@ class EmbeddingClient:
             transport=transport or httpx2.HTTPTransport(), timeout=settings.embedding_timeout_s
         )
         self._http = http
+        import openai
+
         self._client = openai.OpenAI(
             base_url=settings.embedding_url,
             api_key=settings.embedding_key or _NO_KEY,
@@ -80,11 +88,13 @@ class EmbeddingClient:
 
     def embed(self, texts: Sequence[str]) -> Embedded:
         """One unit vector per text, in order; EmbeddingFailed when the endpoint gives none."""
+        import openai
+
         attempts = 0
         retrying = Retrying(
             stop=stop_after_attempt(self.max_attempts),
             wait=wait_exponential(multiplier=0.2, max=2.0),
-            retry=retry_if_exception_type(_RETRYABLE),
+            retry=retry_if_exception_type(_retryable()),
             sleep=self._sleep,
             reraise=True,
         )

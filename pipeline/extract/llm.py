@@ -20,14 +20,12 @@ import threading
 import time
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 import httpx2
 import instructor
-import openai
 from instructor.core.exceptions import IncompleteOutputException, InstructorRetryException
-from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, ValidationError
 
 from pipeline.errors import (
@@ -43,6 +41,11 @@ from pipeline.observe import conventions as names
 from pipeline.observe import tracing
 from pipeline.settings import Settings
 from schemas.extraction import Usage
+
+if TYPE_CHECKING:
+    # Imported where used: `openai` and its aiohttp were a third of `sgam serve`'s start-up.
+    import openai
+    from openai.types.chat import ChatCompletion
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -94,6 +97,8 @@ class LlmClient:
             sleep=sleep,
         )
         self._http = httpx2.Client(transport=self._transport, timeout=settings.llm_timeout_s)
+        import openai
+
         client = openai.OpenAI(
             base_url=self.base_url,
             api_key=settings.llm_api_key.get_secret_value() or _NO_KEY,
@@ -116,6 +121,8 @@ class LlmClient:
         self, messages: list[dict[str, str]], response_model: type[M], *, prompt_version: str
     ) -> tuple[M, Usage]:
         """The validated answer and what it cost; a typed `LlmFailure` when there is none."""
+        import openai
+
         settings = self.settings
         call = Call(self.deadline_s, settings.llm_max_wait_s)
         token = CURRENT_CALL.set(call)
@@ -253,6 +260,9 @@ def _completions(client: openai.OpenAI, http: httpx2.Client) -> Callable[..., Ch
     third of an extraction's CPU, to send the same JSON and read the same answer. The errors
     are the SDK's own (`failure` reads them): a timeout, a connection error, a status error
     made by the SDK from the response."""
+    import openai
+    from openai.types.chat import ChatCompletion
+
     url = f"{str(client.base_url).rstrip('/')}/chat/completions"
     headers = {"Authorization": f"Bearer {client.api_key}", "Accept": "application/json"}
     headers["Content-Type"] = "application/json"
@@ -316,6 +326,11 @@ _shared: dict[int, tuple[int, Settings, LlmClient]] = {}
 _shared_lock = threading.Lock()
 
 
+def import_sdk() -> None:
+    """The OpenAI SDK imported now, not in a request (a server with a model, as it starts)."""
+    import openai  # noqa: F401
+
+
 def shared_client(settings: Settings) -> LlmClient:
     """This process's client for `settings`' endpoint, built on first use (after a fork, a
     child builds its own: connections are not shared across processes)."""
@@ -333,6 +348,8 @@ def shared_client(settings: Settings) -> LlmClient:
 
 def failure(error: BaseException, attempts: int, usage: Usage) -> LlmFailure:
     """The typed error for what finally went wrong, decided by the innermost cause."""
+    import openai
+
     cause = error.__cause__ if isinstance(error, InstructorRetryException) else error
     cause = cause or error
     # A connection error's own cause names what happened (refused, timed out, DNS).

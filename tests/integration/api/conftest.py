@@ -2,8 +2,9 @@
 port (`tests/integration/server_helpers.py`), on a PostgreSQL database of its own and the Redis
 database SGAM_TEST_API_REDIS_URL names; tests talk to it over HTTP.
 
-Tests share one server per module and keep apart by tenant: every test makes its own tenant
-(`tenant` fixture) and keys for it (`keys`).
+Tests share one server per xdist worker (session-scoped: each start costs seconds of CPU) and
+keep apart by tenant: every test makes its own tenant (`tenant` fixture) and keys for it
+(`keys`). A module that needs other settings starts its own (`start_server`).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def api_database(postgres_url: str) -> str:
     return own
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def server(api_database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     started = start_server(api_database, tmp_path_factory.mktemp("api"))
     yield started
