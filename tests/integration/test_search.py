@@ -188,7 +188,7 @@ def test_a_turn_is_found_through_the_turn_beside_it(store: Store) -> None:
         [
             episode("What should I bring to the climbing gym?", "2026-05-01T10:00:00Z", "s1"),
             episode("Chalk, shoes and a harness", "2026-05-01T10:01:00Z", "s1"),
-            episode("Tool: harness recall notice", "2026-05-01T10:02:00Z", "s1", source="tool_result"),
+            episode("Tool: harness recall", "2026-05-01T10:02:00Z", "s1", source="tool_result"),
             episode("Then a long nap", "2026-05-01T10:03:00Z", "s1"),
             episode("Chalk is sold out", "2026-05-02T10:00:00Z", "s2"),
         ],
@@ -209,7 +209,7 @@ def test_a_turn_is_found_through_the_turn_beside_it(store: Store) -> None:
         "Then a long nap",
     }
     reviewer = _search(store, "harness recall", kinds=["episodes"], include_quarantined=True)
-    assert reviewer.episodes[0].snippet == "Tool: harness recall notice"
+    assert reviewer.episodes[0].snippet == "Tool: harness recall"
 
 
 def test_bad_input_is_refused_with_its_field(store: Store) -> None:
