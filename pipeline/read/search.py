@@ -4,13 +4,15 @@ Hard filters come first, in the ranking statement itself: the scope and subject,
 exactly `get`'s predicates (`facts.visible`: now, `at`, `known_at`, never a superseded,
 expired, forgotten or — unless a reviewer asks — quarantined one); for episodes, the scope,
 no forget tombstone, not purged, said by `at` and received by `known_at`, and not untrusted
-unless a reviewer asks. The text index only narrows the candidates. BM25 (k1 1.2, b 0.75)
+unless a reviewer asks (`episode_rules`). The text index only narrows the candidates. BM25 (k1 1.2, b 0.75)
 takes its document frequencies and lengths from that filtered scope, never the whole table,
 so other tenants' rows and hidden versions never move a score.
 
-Among the episodes answered, a later one that scores close to an earlier one comes first
-(`search_recency`). With SGAM_EMBEDDING_MODEL set, each kind's BM25 ranking is fused by
-reciprocal rank with a cosine ranking over the same filtered scope (`search_vectors`).
+An episode is scored with the turns beside it in its session (`search_turns`), and among
+the episodes answered a later one about the same thing as an earlier one takes its score and
+comes first (`search_recency`). With SGAM_EMBEDDING_MODEL set, each kind's BM25 ranking is
+fused by reciprocal rank with a cosine ranking over the same filtered scope
+(`search_vectors`).
 """
 
 from __future__ import annotations
