@@ -4,9 +4,9 @@ Hard filters come first, in the ranking statement itself: the scope and subject,
 exactly `get`'s predicates (`facts.visible`: now, `at`, `known_at`, never a superseded,
 expired, forgotten or — unless a reviewer asks — quarantined one); for episodes, the scope,
 no forget tombstone, not purged, said by `at` and received by `known_at`, and not untrusted
-unless a reviewer asks (`episode_rules`). The text index only narrows the candidates. BM25 (k1 1.2, b 0.75)
-takes its document frequencies and lengths from that filtered scope, never the whole table,
-so other tenants' rows and hidden versions never move a score.
+unless a reviewer asks (`episode_rules`). The text index only narrows the candidates. BM25
+(k1 1.2, b 0.75) takes its document frequencies and lengths from that filtered scope, never
+the whole table, so other tenants' rows and hidden versions never move a score.
 
 An episode is scored with the turns beside it in its session (`search_turns`), and among
 the episodes answered a later one about the same thing as an earlier one takes its score and
