@@ -59,6 +59,18 @@ def cited(question: dict[str, Any]) -> tuple[list[int], list[int], list[int]]:
     return list(sources), [], []
 
 
+def sessions(said: list[dict[str, Any]]) -> list[str]:
+    """Each message's session: the first number of its `index` ("session,question"), which
+    only a session's numbered questions carry; a message without one belongs to the session
+    it is in, as a message without a `time_anchor` keeps the last date."""
+    current, out = "0", []
+    for message in said:
+        if message.get("index"):
+            current = str(message["index"]).split(",")[0]
+        out.append(f"s{current}")
+    return out
+
+
 def load(store: Store, beam: Path, chat: int) -> dict[str, str]:
     said = messages(beam, chat)
     episodes = [
@@ -66,11 +78,11 @@ def load(store: Store, beam: Path, chat: int) -> dict[str, str]:
             "tenant_id": f"beam-{chat}",
             "subject": "user",
             "episode_id": f"m{message['id']}",
-            "session_id": f"s{str(message.get('index', '0')).split(',')[0]}",
+            "session_id": session,
             "occurred_at": message["at"].isoformat(),
             "text": message["content"][:20_000],
         }
-        for message in said
+        for message, session in zip(said, sessions(said), strict=True)
     ]
     pipeline.ingest(store, episodes)
     return {e["episode_id"]: e["text"] for e in episodes}

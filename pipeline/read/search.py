@@ -4,23 +4,26 @@ Hard filters come first, in the ranking statement itself: the scope and subject,
 exactly `get`'s predicates (`facts.visible`: now, `at`, `known_at`, never a superseded,
 expired, forgotten or — unless a reviewer asks — quarantined one); for episodes, the scope,
 no forget tombstone, not purged, said by `at` and received by `known_at`, and not untrusted
-unless a reviewer asks. The text index only narrows the candidates. BM25 (k1 1.2, b 0.75)
-takes its document frequencies and lengths from that filtered scope, never the whole table,
-so other tenants' rows and hidden versions never move a score.
+unless a reviewer asks (`episode_rules`). The text index only narrows the candidates. BM25
+(k1 1.2, b 0.75) takes its document frequencies and lengths from that filtered scope, never
+the whole table, so other tenants' rows and hidden versions never move a score.
 
-Among the episodes answered, a later one that scores close to an earlier one comes first
-(`search_recency`). With SGAM_EMBEDDING_MODEL set, each kind's BM25 ranking is fused by
-reciprocal rank with a cosine ranking over the same filtered scope (`search_vectors`).
+An episode is scored with the turns beside it in its session (`search_turns`), and among
+the episodes answered a later one about the same thing as an earlier one takes its score and
+comes first (`search_recency`). With SGAM_EMBEDDING_MODEL set, each kind's BM25 ranking is
+fused by reciprocal rank with a cosine ranking over the same filtered scope
+(`search_vectors`).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Annotated, Any
 
 from pydantic import Field
-from sqlalchemy import Connection, Float, Select, and_, bindparam, cast, func, or_, select, true
+from sqlalchemy import Connection, Float, Select, and_, bindparam, cast, func, select, true
 from sqlalchemy import column as sql_column
 from sqlalchemy import table as sql_table
 from sqlalchemy.dialects.postgresql import TSQUERY
@@ -29,12 +32,12 @@ from pipeline.db import search_index
 from pipeline.db.models import FACT_COLUMNS, EpisodeRow, FactRow
 from pipeline.db.store import Store
 from pipeline.read import search_recency as recency
+from pipeline.read import search_turns as turns
 from pipeline.read import search_vectors as vectors
+from pipeline.read.episode_rules import answerable
 from pipeline.read.facts import SubjectQuery, visible
 from pipeline.read.search_terms import query_words, snippet, stems
 from pipeline.validation import parse
-from schemas.episodes import SOURCE_TRUST
-from schemas.facts import Trust
 from schemas.fields import Text, UtcDatetime
 from schemas.results import FoundEpisode, FoundFact, SearchKind, SearchResult, VectorArm
 
@@ -131,9 +134,10 @@ _EPISODE_KEYS = sql_table(
 )
 
 
-def _ranked(scope: Any, hits: Any) -> Select[Any]:
+def _scored(scope: Any, hits: Any, postgres: bool, *, weights: bool = False) -> Any:
     """BM25 of every hit document, with N, the mean length and each term's document frequency
-    taken from `scope` (doc, dl) and `hits` (doc, term, tf, dl): the filtered scope only."""
+    taken from `scope` (doc, dl) and `hits` (doc, term, tf, dl): the filtered scope only;
+    with `weights`, also the IDF of each query term the document matched (a JSON object)."""
     stats = select(
         func.count().label("n"), func.coalesce(func.avg(scope.c.dl), 1).label("avgdl")
     ).cte("stats")
@@ -144,12 +148,22 @@ def _ranked(scope: Any, hits: Any) -> Select[Any]:
     idf = func.ln(1.0 + (n - df + 0.5) / (df + 0.5))
     tf, dl = cast(hits.c.tf, Float), cast(hits.c.dl, Float)
     saturation = tf * (K1 + 1) / (tf + K1 * (1 - B + B * dl / cast(stats.c.avgdl, Float)))
-    score = func.sum(idf * saturation).label("score")
+    columns = [hits.c.doc, func.sum(idf * saturation).label("score")]
+    if weights:
+        as_json = func.json_object_agg if postgres else func.json_group_object
+        columns.append(as_json(hits.c.term, idf).label("weights"))
     return (
-        select(hits.c.doc, score)
+        select(*columns)
         .select_from(hits.join(frequencies, frequencies.c.term == hits.c.term).join(stats, true()))
         .group_by(hits.c.doc)
-        .order_by(score.desc(), hits.c.doc)
+        .cte("scored")
+    )
+
+
+def _best(scored: Any) -> Select[Any]:
+    return (
+        select(scored.c.doc, scored.c.score)
+        .order_by(scored.c.score.desc(), scored.c.doc)
         .limit(bindparam("limit"))
     )
 
@@ -224,7 +238,7 @@ def _fact_ranking(postgres: bool, known: bool, quarantined: bool) -> Select[Any]
             .cte("scope")
         )
         hits = _sqlite_hits(scope, terms)
-    return _ranked(scope, hits.cte("hits"))
+    return _best(_scored(scope, hits.cte("hits"), postgres))
 
 
 def _sqlite_hits(scope: Any, terms: Any) -> Select[Any]:
@@ -251,31 +265,6 @@ def _sqlite_hits(scope: Any, terms: Any) -> Select[Any]:
 # -- episodes ------------------------------------------------------------------------------
 
 
-def _episode_conditions(known: bool, quarantined: bool) -> list[Any]:
-    conditions: list[Any] = [
-        EpisodeRow.tenant_id == bindparam("tenant_id"),
-        EpisodeRow.agent_id == bindparam("agent_id"),
-        EpisodeRow.purpose == bindparam("purpose"),
-        EpisodeRow.subject == bindparam("subject"),
-        EpisodeRow.forgotten_at.is_(None),
-        EpisodeRow.text.is_not(None),
-        EpisodeRow.occurred_at <= bindparam("at"),
-    ]
-    if known:
-        conditions.append(EpisodeRow.received_at <= bindparam("known_at"))
-    if not quarantined:
-        untrusted = [
-            source.value for source, trust in SOURCE_TRUST.items() if trust is Trust.UNTRUSTED
-        ]
-        conditions.append(
-            or_(
-                EpisodeRow.trust != Trust.UNTRUSTED.value,
-                and_(EpisodeRow.trust.is_(None), EpisodeRow.source.not_in(untrusted)),
-            )
-        )
-    return conditions
-
-
 def _episodes(
     connection: Connection,
     query: SearchQuery,
@@ -286,7 +275,9 @@ def _episodes(
 ) -> list[FoundEpisode]:
     known, quarantined = query.known_at is not None, query.include_quarantined
     ranking, fetch, similar = _episode_statements(postgres, known, quarantined)
-    scores = {doc: float(score) for doc, score in connection.execute(ranking, params)}
+    ranked_rows = connection.execute(ranking, params).all()
+    scores = {row.doc: float(row.score) for row in ranked_rows}
+    weights = {row.doc: _weights(row.weights) for row in ranked_rows}
     close = []
     if vector is not None:
         close = vectors.episode_similarities(connection, similar, params, vector, params["limit"])
@@ -295,7 +286,7 @@ def _episodes(
         return []
     rows = connection.execute(fetch, {"tenant_id": query.tenant_id, "docs": docs}).all()
     by_doc = {row.doc: row for row in rows}
-    ranked = recency.lifted([row for row in rows if row.doc in scores], scores)
+    ranked = recency.superseding([row for row in rows if row.doc in scores], scores, weights)
     if vector is not None:  # the lexical arm in its recency order, fused with the cosine's
         ranked = list(vectors.fuse(ranked, close, params["limit"]).items())
     best = [recency.found(by_doc[doc], score) for doc, score in ranked]
@@ -304,17 +295,31 @@ def _episodes(
     ]
 
 
+def _weights(stored: Any) -> dict[str, float]:
+    """The matched terms' IDF as the ranking returns them: JSON text on SQLite, decoded on
+    PostgreSQL, none for an episode found by its neighbours only."""
+    if stored is None:
+        return {}
+    decoded = json.loads(stored) if isinstance(stored, str) else stored
+    return {str(term): float(weight) for term, weight in decoded.items()}
+
+
 @cache
 def _episode_statements(
     postgres: bool, known: bool, quarantined: bool
 ) -> tuple[Select[Any], Select[Any], Select[Any]]:
     """The ranking statement, the one that reads the best episodes and the one that reads
     the scope's vectors (keyed as the ranking is), built once."""
-    conditions = _episode_conditions(known, quarantined)
+    conditions = answerable(known, quarantined)
     if postgres:
         vector: Any = sql_column(_VECTOR)
         scope = (
-            select(EpisodeRow.episode_id.label("doc"), func.length(vector).label("dl"))
+            select(
+                EpisodeRow.episode_id.label("doc"),
+                func.length(vector).label("dl"),
+                EpisodeRow.session_id,
+                EpisodeRow.occurred_at,
+            )
             .where(*conditions)
             .cte("scope")
         )
@@ -339,7 +344,12 @@ def _episode_statements(
         index, terms = _fts(search_index.EPISODES_FTS), _terms(search_index.EPISODES_TERMS)
         keys = _EPISODE_KEYS
         scope = (
-            select(keys.c.search_key.label("doc"), index.c.words.label("dl"))
+            select(
+                keys.c.search_key.label("doc"),
+                index.c.words.label("dl"),
+                EpisodeRow.session_id,
+                EpisodeRow.occurred_at,
+            )
             .select_from(
                 EpisodeRow.__table__.join(
                     keys,
@@ -375,4 +385,5 @@ def _episode_statements(
             key.in_(bindparam("docs", expanding=True)),
         )
     )
-    return _ranked(scope, hits.cte("hits")), fetch, vectors.scope_vectors(key, joined, conditions)
+    ranking = turns.with_neighbours(scope, _scored(scope, hits.cte("hits"), postgres, weights=True))
+    return ranking, fetch, vectors.scope_vectors(key, joined, conditions)

@@ -1,10 +1,13 @@
-"""The order of the episodes a search answers: among close scores, what was said last first.
+"""The order of the episodes a search answers: a later episode about the same thing first.
 
-A later episode's BM25 score is lifted by how late it was said among the episodes ranked with
-it: the latest gains RECENCY of its score, the earliest nothing. What was said last about a
-thing is usually what holds (a rescheduled date, a changed plan). With the embedding arm, the
-lift orders the lexical arm before the fusion (`search_vectors.fuse`): a reciprocal-rank score
-leaves too little room between ranks for a lift of its own.
+When two episodes speak of the same thing and the later one updates it (a rescheduled date, a
+changed count), the caller wants the later one. Among the episodes ranked, a later episode
+speaks of the same thing as an earlier one when it matches at least SAME_THING of the
+earlier one's matched query terms, weighed by their IDF in the scope; it then takes the
+earlier one's score when that is higher, and among equal scores the later comes first. An
+episode that matched no query term of its own (one found by its neighbours, `search_turns`)
+supersedes nothing. With the embedding arm, this orders the lexical arm before the fusion
+(`search_vectors.fuse`): a reciprocal-rank score leaves no room for a rule of its own.
 """
 
 from __future__ import annotations
@@ -14,23 +17,32 @@ from typing import Any
 
 from schemas.results import FoundEpisode
 
-# Measured on BEAM's knowledge-update questions (bench/README.md).
-RECENCY = 1.0
+# Two thirds of the earlier episode's query weight: measured on BEAM's knowledge-update
+# questions against recall@5 (bench/README.md); a half lifts unrelated later mentions.
+SAME_THING = 2 / 3
 
 
-def lifted(rows: Sequence[Any], scores: Mapping[Any, float]) -> list[tuple[Any, float]]:
-    """(doc, lifted score) of each row (with `doc` and `occurred_at`), best first. Only the
-    order changes (which episodes are ranked is the caller's choice), so recency never costs
-    recall."""
-    moments = sorted({row.occurred_at for row in rows})
-    last = max(len(moments) - 1, 1)
-    position = {moment: index / last for index, moment in enumerate(moments)}
-    ranked = [
-        (row.doc, scores[row.doc] * (1 + RECENCY * position[row.occurred_at]), row.episode_id)
-        for row in rows
-    ]
-    ranked.sort(key=lambda item: (-item[1], item[2]))
-    return [(doc, score) for doc, score, _ in ranked]
+def superseding(
+    rows: Sequence[Any], scores: Mapping[Any, float], weights: Mapping[Any, Mapping[str, float]]
+) -> list[tuple[Any, float]]:
+    """(doc, score) of each row (with `doc`, `occurred_at` and `episode_id`), best first,
+    a later episode about the same thing as an earlier one given at least its score. Only
+    the order changes (which episodes are ranked is the caller's choice), so this never
+    costs recall."""
+    said = sorted(rows, key=lambda row: (row.occurred_at, row.episode_id))
+    effective: dict[Any, float] = {}
+    for row in said:
+        own = weights.get(row.doc, {})
+        score = scores[row.doc]
+        for earlier, value in effective.items():
+            theirs = weights.get(earlier, {})
+            total = sum(theirs.values())
+            shared = sum(weight for term, weight in theirs.items() if term in own)
+            if total > 0 and shared >= SAME_THING * total:
+                score = max(score, value)
+        effective[row.doc] = score
+    order = {row.doc: index for index, row in enumerate(said)}
+    return sorted(effective.items(), key=lambda item: (-item[1], -order[item[0]]))
 
 
 def found(row: Any, score: float) -> FoundEpisode:

@@ -152,6 +152,66 @@ def test_the_later_of_two_close_episodes_comes_first(store: Store) -> None:
     ]
 
 
+def test_a_later_episode_about_the_same_thing_outranks_a_better_match(store: Store) -> None:
+    pipeline.ingest(
+        store,
+        [
+            episode(
+                "The webinar on pricing is on Monday; the webinar slides are ready",
+                "2026-05-01T10:00:00Z",
+                "s1",
+            ),
+            episode("Lunch with the pricing team was long", "2026-05-02T10:00:00Z", "s2"),
+            episode(
+                "Update: the pricing webinar moved, it is on Friday now, after a long week of "
+                "preparation for all of us",
+                "2026-05-03T10:00:00Z",
+                "s3",
+            ),
+        ],
+    )
+
+    found = _search(store, "when is the pricing webinar?", kinds=["episodes"])
+
+    snippets = [e.snippet for e in found.episodes]
+    assert snippets[0].startswith("Update: the pricing webinar moved")
+    assert snippets[1].startswith("The webinar on pricing is on Monday")
+    # The earlier one matched better on its own; the later one took its score.
+    assert found.episodes[0].score == found.episodes[1].score
+    # "pricing" alone is not the same thing: the lunch stays below both.
+    assert snippets[2] == "Lunch with the pricing team was long"
+
+
+def test_a_turn_is_found_through_the_turn_beside_it(store: Store) -> None:
+    pipeline.ingest(
+        store,
+        [
+            episode("What should I bring to the climbing gym?", "2026-05-01T10:00:00Z", "s1"),
+            episode("Chalk, shoes and a harness", "2026-05-01T10:01:00Z", "s1"),
+            episode("Tool: harness recall", "2026-05-01T10:02:00Z", "s1", source="tool_result"),
+            episode("Then a long nap", "2026-05-01T10:03:00Z", "s1"),
+            episode("Chalk is sold out", "2026-05-02T10:00:00Z", "s2"),
+        ],
+    )
+
+    found = _search(store, "climbing gym", kinds=["episodes"])
+
+    assert [e.snippet for e in found.episodes] == [
+        "What should I bring to the climbing gym?",
+        "Chalk, shoes and a harness",
+    ]
+    assert found.episodes[1].score < found.episodes[0].score
+    # Only neighbours inside the scope: the untrusted tool result neither shows nor lifts.
+    harness = _search(store, "harness", kinds=["episodes"])
+    assert harness.episodes[0].snippet == "Chalk, shoes and a harness"
+    assert {e.snippet for e in harness.episodes[1:]} == {
+        "What should I bring to the climbing gym?",
+        "Then a long nap",
+    }
+    reviewer = _search(store, "harness recall", kinds=["episodes"], include_quarantined=True)
+    assert reviewer.episodes[0].snippet == "Tool: harness recall"
+
+
 def test_bad_input_is_refused_with_its_field(store: Store) -> None:
     with pytest.raises(InvalidInput, match="limit"):
         _search(store, "utrecht", limit=0)

@@ -91,8 +91,9 @@ def _episodes(store: Store) -> None:
         store,
         [
             episode("My car broke down on the highway again", "2026-03-01T10:00:00Z", "s1"),
-            episode("We watched a film about whales", "2026-03-02T10:00:00Z", "s1"),
-            episode("The garden needs watering twice a week", "2026-03-03T10:00:00Z", "s2"),
+            # Three sessions: no episode is another's neighbour (search_turns).
+            episode("We watched a film about whales", "2026-03-02T10:00:00Z", "s2"),
+            episode("The garden needs watering twice a week", "2026-03-03T10:00:00Z", "s3"),
         ],
     )
 
