@@ -45,7 +45,7 @@ from pipeline.extract.backends import RULES
 from pipeline.extract.choose import model
 from pipeline.extract.llm import LlmClient
 from pipeline.extract.result import ExtractionResult
-from pipeline.ledger.idempotency import KeyedStep, StoredKey, answer_kept, kept_answer
+from pipeline.ledger.idempotency import Forgotten, KeyedStep, StoredKey, answer_kept, kept_answer
 from pipeline.observe import conventions as names
 from pipeline.observe import tracing
 from pipeline.policy.apply import Decision
@@ -173,10 +173,10 @@ def _reserve(unit: Unit, keyed: Keyed, row: dict[str, Any]) -> bool:
     return True
 
 
-def _replayed(unit: Unit, seen: StoredKey) -> Remembered:
+def _replayed(unit: Unit, seen: StoredKey, forgotten_facts: Forgotten) -> Remembered:
     """The first answer again, the ledger's refusals included (the exit code's), less what
     was forgotten since."""
-    first, conflicts = kept_answer(unit, seen)
+    first, conflicts = kept_answer(unit, seen, forgotten_facts)
     answer = Remembered.model_validate(first)
     return answer.model_copy(update={"replayed": True, "conflicts": conflicts})
 

@@ -20,7 +20,8 @@ from pipeline.db.base import Base
 
 @dataclass(frozen=True)
 class KeyedQuery:
-    """The rows of `table` whose `fields` equal one of the bound keys (and `where`)."""
+    """The rows of `table` whose `fields` equal one of the bound keys (and `where`): whole, as
+    ORM rows (`rows`), or only some of their columns (`of(..., columns=)`, `tuples`)."""
 
     table: type[Base]
     fields: tuple[str, ...]
@@ -30,7 +31,9 @@ class KeyedQuery:
     _driver_sql: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
-    def of(cls, table: type[Base], fields: Sequence[str], *where: Any) -> KeyedQuery:
+    def of(
+        cls, table: type[Base], fields: Sequence[str], *where: Any, columns: Sequence[str] = ()
+    ) -> KeyedQuery:
         arrays = [bindparam(name, type_=ARRAY(String)) for name in fields]
         keys = func.unnest(*arrays).table_valued(*fields).render_derived(name="keys")
         # OFFSET 0 keeps the subquery whole, so it stays an index scan per key even while the
@@ -41,9 +44,14 @@ class KeyedQuery:
             .offset(0)
             .lateral("keyed_rows")
         )
-        per_key = select(aliased(table, rows)).select_from(keys).join(rows, true())
-        columns = tuple_(*(getattr(table, name) for name in fields))
-        listed = select(table).where(columns.in_(bindparam("keys", expanding=True)), *where)
+        if columns:
+            per_key = select(*(rows.c[name] for name in columns))
+            listed = select(*(getattr(table, name) for name in columns))
+        else:
+            per_key, listed = select(aliased(table, rows)), select(table)
+        per_key = per_key.select_from(keys).join(rows, true())
+        matched = tuple_(*(getattr(table, name) for name in fields))
+        listed = listed.where(matched.in_(bindparam("keys", expanding=True)), *where)
         return cls(table, tuple(fields), where, per_key, listed)
 
     def options(self, **options: Any) -> KeyedQuery:
@@ -78,3 +86,10 @@ class KeyedQuery:
             arrays = {name: [key[i] for key in keys] for i, name in enumerate(self.fields)}
             return session.scalars(self.per_key, arrays)
         return session.scalars(self.listed, {"keys": list(keys)})
+
+    def tuples(self, session: Session, keys: Collection[tuple[Any, ...]]) -> Any:
+        """`rows` of a query of some columns: a tuple of their values per row."""
+        if session.get_bind().dialect.name == "postgresql":
+            arrays = {name: [key[i] for key in keys] for i, name in enumerate(self.fields)}
+            return session.execute(self.per_key, arrays)
+        return session.execute(self.listed, {"keys": list(keys)})

@@ -242,7 +242,7 @@ def _step(episode: EpisodeIn, line: int) -> KeyedStep[Receipt]:
     """An episode's key: a repeat is a duplicate of the episode its first intake stored, also
     once that intake's reservation ran out (the episode stays stored)."""
 
-    def replay(_unit: Unit, seen: Any) -> Receipt:
+    def replay(_unit: Unit, seen: Any, _forgotten: Any) -> Receipt:
         stored_id = seen.result["episode_id"]
         return Receipt(line=line, episode_id=stored_id, status=ReceiptStatus.DUPLICATE)
 

@@ -93,7 +93,7 @@ def forget_subject(
         return ForgetResult(hidden=hidden, purged=command.purge)
 
     step = idempotency.KeyedStep.of(
-        command, lambda _unit, seen: ForgetResult.repeated(seen.result), stored_outcome
+        command, lambda _unit, seen, _forgotten: ForgetResult.repeated(seen.result), stored_outcome
     )
     return step.answer(unit, apply)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from types import SimpleNamespace
 from typing import Any, Generic, TypeVar, cast
 
@@ -29,6 +30,8 @@ from pipeline.ledger.results import PutResult
 from pipeline.ledger.stored_keys import (
     PURGED,
     Fingerprint,
+    Forgotten,
+    ForgottenFacts,
     Keyed,
     StoredKey,
     TenantKey,
@@ -45,6 +48,7 @@ from schemas.commands import Command
 __all__ = [
     "PURGED",
     "FactOutcome",
+    "Forgotten",
     "KeyedBatch",
     "KeyedStep",
     "StoredKey",
@@ -64,7 +68,8 @@ class KeyedStep(Generic[A]):
     replays or the forget re-check itself.
 
     `replay` builds the first answer again from the stored key (under its lock: see
-    `kept_answer` for one that lists facts); `kept_as` is what an answer keeps (None: nothing
+    `kept_answer` for one that lists facts), asking `Forgotten` which of the facts it names
+    were forgotten since; `kept_as` is what an answer keeps (None: nothing
     kept); `retry_s` bounds the Retry-After of a repeat that meets a live reservation; with
     `replay_expired`, a reservation that ran out is replayed too (an intake's names the episode
     it stored) instead of taken for a key never used. Without a key every move is a no-op and
@@ -72,7 +77,7 @@ class KeyedStep(Generic[A]):
 
     request: Keyed
     fingerprint: Fingerprint
-    replay: Callable[[Unit, StoredKey], A]
+    replay: Callable[[Unit, StoredKey, Forgotten], A]
     kept_as: Callable[[A], dict[str, Any] | None]
     retry_s: float = 1.0
     replay_expired: bool = False
@@ -81,7 +86,7 @@ class KeyedStep(Generic[A]):
     def of(
         cls,
         request: BaseModel,
-        replay: Callable[[Unit, StoredKey], A],
+        replay: Callable[[Unit, StoredKey, Forgotten], A],
         kept_as: Callable[[A], dict[str, Any] | None],
         *,
         kind: str | None = None,
@@ -111,8 +116,11 @@ class KeyedStep(Generic[A]):
         IdempotencyInProgress while its first request still works."""
         return self.answer_of(unit, self._seen(unit))
 
-    def answer_of(self, unit: Unit, seen: StoredKey | None) -> A | None:
-        """`replayed` for the key as read (`seen`, None: not stored), its lock held."""
+    def answer_of(
+        self, unit: Unit, seen: StoredKey | None, forgotten_facts: Forgotten | None = None
+    ) -> A | None:
+        """`replayed` for the key as read (`seen`, None: not stored), its lock held;
+        `forgotten_facts` answers what was forgotten since (default: read now)."""
         if seen is None:
             return None
         check_repeat(seen, self.fingerprint)
@@ -120,7 +128,7 @@ class KeyedStep(Generic[A]):
             refuse_while_reserved(seen.result, unit.clock(), seen.key, retry_s=self.retry_s)
             if not self.replay_expired:
                 return None
-        return self.replay(unit, seen)
+        return self.replay(unit, seen, forgotten_facts or partial(forgotten, unit.session))
 
     def run(self, unit: Unit, apply: Callable[[], A | None]) -> A | None:
         """The first answer again, or `apply`'s answer kept under the key (nothing kept when
@@ -179,11 +187,13 @@ class KeyedBatch:
     their keys locked in one statement in one order (`lock_names`, taken by the caller with its
     other locks and read with its other reads, or `locked`), the stored ones read at once. Each
     request is then replayed or run in order as `KeyedStep` would; a key used by an earlier
-    request of the batch answers as that request's key."""
+    request of the batch answers as that request's key. Which of the facts the stored answers
+    name were forgotten since is read once for them all, not once per replay."""
 
     def __init__(self, unit: Unit, stored: Mapping[TenantKey, StoredKey]) -> None:
         self.unit = unit
         self._seen: dict[TenantKey, StoredKey] = dict(stored)
+        self._forgotten = ForgottenFacts(unit.session, stored.values())
 
     @staticmethod
     def keys(requests: Iterable[Keyed]) -> list[TenantKey]:
@@ -216,7 +226,8 @@ class KeyedBatch:
 
     def replayed(self, step: KeyedStep[A]) -> A | None:
         """`KeyedStep.replayed`, from what the batch read and kept so far."""
-        return step.answer_of(self.unit, self._seen.get(step.key) if step.key else None)
+        seen = self._seen.get(step.key) if step.key else None
+        return step.answer_of(self.unit, seen, self._forgotten)
 
     def run(self, step: KeyedStep[A], apply: Callable[[], A]) -> A:
         """`KeyedStep.answer` within the batch: the key's row is queued (`inserts.batch`)."""
@@ -286,7 +297,7 @@ def put_step(command: Command, *, dismissal: bool = False) -> KeyedStep[FactOutc
     answers the first fact again, or the first refusal — NotFound when the fact was forgotten
     since. A dismissal hid its fact itself: only a forget of the subject since hides it."""
 
-    def replay(unit: Unit, seen: StoredKey) -> FactOutcome:
+    def replay(unit: Unit, seen: StoredKey, forgotten_facts: Forgotten) -> FactOutcome:
         refused = refusal_of(seen.result)
         if refused is not None:
             return refused
@@ -295,7 +306,7 @@ def put_step(command: Command, *, dismissal: bool = False) -> KeyedStep[FactOutc
         if dismissal:
             gone = subject_forgotten_since(unit.session, tenant_id, fact.subject, seen.created_at)
         else:
-            gone = bool(forgotten(unit.session, tenant_id, [fact.fact_id]))
+            gone = bool(forgotten_facts(tenant_id, [fact.fact_id]))
         if gone:
             raise NotFound(
                 f"the fact written under this idempotency key was forgotten since "
@@ -306,7 +317,9 @@ def put_step(command: Command, *, dismissal: bool = False) -> KeyedStep[FactOutc
     return KeyedStep.of(command, replay, stored_outcome)
 
 
-def kept_answer(unit: Unit, seen: StoredKey) -> tuple[dict[str, Any], list[ConflictError]]:
+def kept_answer(
+    unit: Unit, seen: StoredKey, forgotten_facts: Forgotten
+) -> tuple[dict[str, Any], list[ConflictError]]:
     """A kept answer that lists facts (`facts`, and the ledger's `refusals`: see
     `answer_kept`), to be answered again — less what was forgotten since: a forgotten or
     dismissed fact, and after a forget or purge of the subject every value it named."""
@@ -318,7 +331,7 @@ def kept_answer(unit: Unit, seen: StoredKey) -> tuple[dict[str, Any], list[Confl
     ):
         return first | {"facts": [], "rejected": []}, []
     ids = [fact["fact_id"] for fact in first.get("facts", [])]
-    gone = forgotten(unit.session, tenant_id, ids)
+    gone = forgotten_facts(tenant_id, ids)
     first["facts"] = [fact for fact in first.get("facts", []) if fact["fact_id"] not in gone]
     return first, [refusal for refusal in refusals if refusal is not None]
 

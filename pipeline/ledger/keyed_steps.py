@@ -11,7 +11,7 @@ from pipeline.db.unit import Unit
 from pipeline.errors import ConflictError, NotFound
 from pipeline.ledger.idempotency import KeyedStep, StoredKey
 from pipeline.ledger.refusals import refusal_of, stored_outcome
-from pipeline.ledger.stored_keys import forgotten, reserved
+from pipeline.ledger.stored_keys import Forgotten, reserved
 from schemas.commands import CandidateCommand, RetryEpisode
 from schemas.lifecycle import ReceiptStatus
 from schemas.results import Decided, Retried
@@ -24,7 +24,7 @@ def decision_step(command: CandidateCommand, verb: str) -> KeyedStep[DecidedOutc
     the first decision again, or the ledger's first refusal of a confirm — NotFound once the
     candidate's subject was forgotten since (the candidate and the fact it became with it)."""
 
-    def replay(unit: Unit, seen: StoredKey) -> DecidedOutcome:
+    def replay(unit: Unit, seen: StoredKey, forgotten_facts: Forgotten) -> DecidedOutcome:
         refused = refusal_of(seen.result)
         if refused is not None:
             return refused
@@ -33,7 +33,7 @@ def decision_step(command: CandidateCommand, verb: str) -> KeyedStep[DecidedOutc
         if (
             row is None
             or row.forgotten_at is not None
-            or forgotten(unit.session, command.tenant_id, [fact["fact_id"]] if fact else [])
+            or forgotten_facts(command.tenant_id, [fact["fact_id"]] if fact else [])
         ):  # checked before the answer is read: a purge erased its content
             raise NotFound(
                 f"the candidate decided under this idempotency key was forgotten since "
@@ -50,7 +50,7 @@ def retry_step(command: RetryEpisode, *, retry_s: float) -> KeyedStep[Retried]:
     `queued` for one whose first request died while it held the reservation (the episode was
     reopened: the sweeper sends it again) — NotFound once the episode was forgotten since."""
 
-    def replay(unit: Unit, seen: StoredKey) -> Retried:
+    def replay(unit: Unit, seen: StoredKey, _: Forgotten) -> Retried:
         row = unit.session.get(EpisodeRow, (command.tenant_id, command.episode_id))
         if row is None or row.forgotten_at is not None:
             raise NotFound(

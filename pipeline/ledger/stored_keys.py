@@ -8,7 +8,7 @@ but through it.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from pipeline.db.keyed import KeyedQuery
 from pipeline.db.models import FactRow, IdempotencyRow
 from pipeline.db.unit import Unit
 from pipeline.errors import IdempotencyConflict, IdempotencyInProgress
@@ -172,14 +173,55 @@ def stored_keys(session: Session, keys: Collection[TenantKey]) -> dict[TenantKey
 def forgotten(session: Session, tenant_id: str, fact_ids: Collection[str]) -> set[str]:
     """Those of `fact_ids` that were forgotten (or dismissed) since: a repeated key never
     answers their values again."""
-    if not fact_ids:
+    pairs = forgotten_among(session, [(tenant_id, fact_id) for fact_id in fact_ids])
+    return {fact_id for _, fact_id in pairs}
+
+
+def forgotten_among(session: Session, facts: Collection[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Those of the (tenant, fact id) pairs whose fact was forgotten (or dismissed) since, in
+    one statement. Looked up by fact id, each on its own index entry, and the tenant compared
+    here: a plan that also took the tenant's index read every row of the tenant per fact."""
+    if not facts:
         return set()
-    return set(
-        session.scalars(
-            select(FactRow.fact_id).where(
-                FactRow.tenant_id == tenant_id,
-                FactRow.fact_id.in_(sorted(set(fact_ids))),
-                FactRow.forgotten_at.is_not(None),
-            )
-        )
-    )
+    rows = _FORGOTTEN_FACTS.tuples(session, sorted({(fact_id,) for _, fact_id in facts}))
+    return {(str(tenant), str(fact_id)) for tenant, fact_id in rows} & set(facts)
+
+
+_FORGOTTEN_FACTS = KeyedQuery.of(
+    FactRow, ("fact_id",), FactRow.forgotten_at.is_not(None), columns=("tenant_id", "fact_id")
+)
+
+
+# `forgotten` as a replay asks it, of one tenant's fact ids: read there and then by a single
+# request, or from what a batch read of its stored keys' facts at once (`ForgottenFacts`).
+Forgotten = Callable[[str, Collection[str]], set[str]]
+
+
+def named_facts(result: Any) -> list[str]:
+    """The fact ids a kept answer names: a put's fact, or the facts of an answer that lists
+    them (none for a refusal, a reservation or an intake's receipt)."""
+    if not isinstance(result, Mapping):
+        return []
+    fact = result.get("fact")
+    listed = [fact] if isinstance(fact, Mapping) else []
+    listed += [named for named in result.get("facts") or () if isinstance(named, Mapping)]
+    return [str(named["fact_id"]) for named in listed if "fact_id" in named]
+
+
+class ForgottenFacts:
+    """`Forgotten` for a batch: which of the facts named by its stored keys' answers were
+    forgotten since, read in one statement once the batch holds its locks (a forget waits for
+    them, so nothing is forgotten between this read and the batch's commit); a fact the read
+    did not cover (an answer kept by an earlier request of the batch) is read when asked."""
+
+    def __init__(self, session: Session, stored: Iterable[StoredKey]) -> None:
+        self.session = session
+        self._read = {
+            (seen.tenant_id, fact_id) for seen in stored for fact_id in named_facts(seen.result)
+        }
+        self._gone = forgotten_among(session, self._read)
+
+    def __call__(self, tenant_id: str, fact_ids: Collection[str]) -> set[str]:
+        unread = [fact_id for fact_id in fact_ids if (tenant_id, fact_id) not in self._read]
+        gone = {fact_id for fact_id in fact_ids if (tenant_id, fact_id) in self._gone}
+        return gone | forgotten(self.session, tenant_id, unread)
