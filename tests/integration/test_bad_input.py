@@ -231,6 +231,7 @@ def test_sgam_refuses_non_utf8_argv_bytes(store: Store, database_url: str, optio
     assert_nothing_written(store)
 
 
+@pytest.mark.slow
 def test_sgam_process_exit_codes(store: Store, database_url: str) -> None:
     env = {**os.environ, "SGAM_DATABASE_URL": database_url}
 

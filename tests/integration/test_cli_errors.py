@@ -119,6 +119,7 @@ def test_postgres_spellings_are_accepted_alike() -> None:
         assert Settings(database_url=url).database_url == "postgresql+psycopg://u@h/db"
 
 
+@pytest.mark.slow
 def test_db_upgrade_says_from_which_revision_to_which(tmp_path: object) -> None:
     from pipeline.db.migrations import HEAD
 

@@ -147,6 +147,7 @@ def test_llm_without_an_endpoint_is_exit_2(
     assert err.startswith("sgam: SGAM_LLM_BASE_URL")
 
 
+@pytest.mark.slow
 def test_a_model_sees_the_sessions_stored_turns_before_the_episode(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,

@@ -64,6 +64,7 @@ def test_a_batch_has_every_call_in_flight_at_once(database_url: str, stub: Any) 
     assert stub.stats.answered == 40
 
 
+@pytest.mark.slow
 def test_a_slow_answer_holds_no_finished_episode_hostage(database_url: str, stub: Any) -> None:
     stub.app.delay = lambda request: 4.0 if "slow" in _episode_text(request) else 0.05
     # With a broker, ingest only stores and queues: this test plays the worker.
@@ -96,6 +97,7 @@ def test_a_slow_answer_holds_no_finished_episode_hostage(database_url: str, stub
     assert after == {episode_id: "done" for episode_id in ids}
 
 
+@pytest.mark.slow
 def test_the_next_batch_is_claimed_while_the_last_ones_calls_are_out(
     database_url: str, stub: Any
 ) -> None:

@@ -65,6 +65,7 @@ def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_the_command_line_logs_json_lines_without_values(tmp_path: Path) -> None:
     marker = _marker()
     env = {
@@ -117,6 +118,7 @@ def test_the_command_line_logs_json_lines_without_values(tmp_path: Path) -> None
     assert marker not in ingested.stdout + ingested.stderr + remembered.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [["ingest", "-"], ["serve"], ["worker"]])
 def test_a_log_format_that_is_not_text_or_json_is_a_bad_setting(
     tmp_path: Path, command: list[str]

@@ -124,6 +124,7 @@ def test_serve_on_a_host_that_cannot_be_resolved_is_a_bad_option(tmp_path: Path)
     assert done.stderr.startswith("sgam: --host: no-such-host.invalid cannot be resolved (")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("broker", ["redis://127.0.0.1:1/0", "redis://no-such-host.invalid:6379/0"])
 @pytest.mark.parametrize("command", ["worker", "beat"])
 def test_worker_and_beat_refuse_a_broker_that_does_not_answer(
@@ -375,6 +376,7 @@ def test_keys_revoke_of_a_key_that_does_not_match_never_repeats_it(
     assert listed[0]["revoked_at"] is None
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="the warning is a root's")
 def test_the_workers_first_line_as_root_is_ours_and_says_what_it_means(tmp_path: Path) -> None:
     broker = os.environ.get("SGAM_TEST_REDIS_URL", "redis://127.0.0.1:6379/10")

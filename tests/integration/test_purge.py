@@ -101,6 +101,7 @@ def _candidate_hashes(events_before: list[pipeline.LoggedDecision]) -> set[str]:
     return candidates
 
 
+@pytest.mark.slow
 def test_after_purge_no_column_holds_a_hash_of_any_candidate_value(
     clocked_store: Store, clock: FrozenClock
 ) -> None:

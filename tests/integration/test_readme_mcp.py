@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp import Client, StdioServerParameters
 
 from pipeline.access.keys import create_key
@@ -120,6 +121,7 @@ def replay(steps: list[Step], env: dict[str, str], workdir: Path) -> tuple[str, 
     return anyio.run(main)
 
 
+@pytest.mark.slow
 def test_the_readme_mcp_session_answers_as_shown(tmp_path: Path) -> None:
     block = session_block()
     protocol, steps = parse(block)

@@ -207,6 +207,7 @@ def _params() -> list[object]:
     return params
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", _params())
 def test_the_readme_shell_block_runs_as_written(
     block: Block, machine: Machine, tmp_path: Path

@@ -390,6 +390,7 @@ def operations_for(url: str) -> int:
 # -- tests -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_replay_rebuilds_the_ledger_from_the_log_alone(
     clocked_store: Store, clock: Any, database_url: str, target_url: str
 ) -> None:

@@ -105,6 +105,7 @@ def _replay(source_url: str, target_url: str) -> subprocess.Popen[bytes]:
     )
 
 
+@pytest.mark.slow
 def test_a_killed_replay_leaves_an_empty_target_and_a_second_one_completes(
     source_url: str, empty_target: str
 ) -> None:

@@ -443,6 +443,7 @@ def test_put_many_gets_its_vectors_a_chunk_at_a_time(
         store.dispose()
 
 
+@pytest.mark.slow
 def test_sgam_import_ends_with_the_vectors_of_what_it_wrote(
     embedding: Store, stub: Any, database_url: str, tmp_path: Path
 ) -> None:
@@ -515,6 +516,7 @@ def test_a_purge_while_the_vectors_are_made_leaves_none(embedding: Store, endpoi
     assert fill_missing(embedding).facts == 0
 
 
+@pytest.mark.slow
 def test_with_the_arm_off_a_write_loads_nothing_of_it(database_url: str, stub: Any) -> None:
     """A put and a put_many load no embedding client, and no write starts the embedding
     thread, in a fresh process with the arm off; with it on (that the check can see them)

@@ -258,6 +258,7 @@ def test_cli_get_of_a_multi_valued_attribute_prints_a_list(
     assert sorted(fact["value"] for fact in found) == ["de", "en"]
 
 
+@pytest.mark.slow
 def test_the_demo_ends_by_saying_how_to_explore_its_store_and_that_works(tmp_path: Path) -> None:
     import os
     import shlex

@@ -181,6 +181,7 @@ def test_of_16_concurrent_cli_writers_with_one_tag_exactly_one_wins(postgres_url
     assert _etag(now.stderr) == _etag(answers[winner][1][1].decode())
 
 
+@pytest.mark.slow
 def test_the_cli_takes_the_tag_quoted_or_bare_and_refuses_a_malformed_one(
     database_url: str,
 ) -> None:

@@ -210,6 +210,7 @@ def _check(done: subprocess.CompletedProcess[str], failure: Failure) -> None:
         assert words in PAGE, f"docs/troubleshooting.md does not quote: {words}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("failure", FAILURES, ids=[f.name for f in FAILURES])
 def test_the_page_quotes_what_sgam_prints(failure: Failure, tmp_path: Path) -> None:
     (tmp_path / "catalog.yaml").write_text("attributes: [\n")
@@ -231,6 +232,7 @@ def test_a_port_in_use(tmp_path: Path) -> None:
         _check(_sgam(tmp_path, failure), failure)
 
 
+@pytest.mark.slow
 def test_a_locked_sqlite_file(tmp_path: Path) -> None:
     failure = Failure(
         "sqlite-locked",
@@ -276,6 +278,7 @@ def refusing_endpoint() -> Iterator[str]:
     server.server_close()
 
 
+@pytest.mark.slow
 def test_a_wrong_model_api_key(tmp_path: Path, refusing_endpoint: str) -> None:
     failure = Failure(
         "llm-key-refused",

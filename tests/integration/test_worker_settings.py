@@ -62,6 +62,7 @@ def test_worker_and_beat_refuse_an_unmigrated_sqlite_path_in_a_missing_directory
     assert done.stderr.startswith("sgam: ")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("setting", "value", "problem"),
     [

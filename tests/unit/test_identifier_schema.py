@@ -42,6 +42,7 @@ def described(adapter: TypeAdapter[str], text: str) -> bool:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("annotation", [Identifier, Subject], ids=["identifier", "subject"])
 @settings(max_examples=1000, deadline=None)
 @given(text=TEXTS)

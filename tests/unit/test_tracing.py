@@ -63,6 +63,7 @@ def test_an_exception_passes_through_an_unrecorded_span() -> None:
         raise KeyError("kept")
 
 
+@pytest.mark.slow
 def test_the_pipeline_does_not_load_the_tracing_sdk_when_off(tmp_path: Path) -> None:
     """An episode ingested and one remembered, tracing off: neither the SDK's tracing nor an
     exporter was loaded (redis-py loads the SDK's metrics, and with them the tracing API, for
@@ -96,6 +97,7 @@ print([m for m in sys.modules if m.startswith(tracing)])
     assert done.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_console_traces_go_to_stderr_and_leave_the_answer_alone(tmp_path: Path) -> None:
     environ = os.environ | {
         "SGAM_OTEL": "console",

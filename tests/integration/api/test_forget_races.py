@@ -92,6 +92,7 @@ def test_a_dismiss_and_promote_mix_logs_one_terminal_event(raced: tuple[Server, 
             assert check(doors, state) == []
 
 
+@pytest.mark.slow
 def test_a_confirm_racing_a_purge_is_never_a_5xx(raced: tuple[Server, Keys]) -> None:
     """A purge fired at once with confirms and promotes of the subject's candidate and
     quarantined fact: whoever wins, no answer is a 5xx and nothing is readable after."""
@@ -124,6 +125,7 @@ def _confirm_after_forget(doors: Doors, *, purge: bool) -> None:
     assert check(doors, state) == []
 
 
+@pytest.mark.slow
 def test_forget_and_purge_win_every_race(raced: tuple[Server, Keys]) -> None:
     server, keys = raced
     tally = run_rounds(server, keys, ROUNDS, seed=random.randrange(10**6))

@@ -24,6 +24,7 @@ def built() -> None:
     installed_and_built()
 
 
+@pytest.mark.slow
 def test_the_checked_in_document_is_what_sgam_openapi_prints(tmp_path: Path) -> None:
     # The default settings: none of the SGAM_* environment the suite runs with.
     env = {name: value for name, value in os.environ.items() if not name.startswith("SGAM_")}
@@ -39,6 +40,7 @@ def test_the_checked_in_document_is_what_sgam_openapi_prints(tmp_path: Path) -> 
     assert list(tmp_path.iterdir()) == [], "sgam openapi wrote a file (it opens no database)"
 
 
+@pytest.mark.slow
 def test_the_checked_in_types_are_what_npm_run_generate_makes(built: None, tmp_path: Path) -> None:
     fresh = tmp_path / "schema.ts"
     run("node", "scripts/generate.mjs", str(fresh))
@@ -83,6 +85,7 @@ def test_the_clients_own_tests_and_example_pass_against_a_real_server(
     assert "Globex" in known, said
 
 
+@pytest.mark.slow
 def test_sgam_openapi_prints_the_configured_catalogue(tmp_path: Path) -> None:
     env = {name: value for name, value in os.environ.items() if not name.startswith("SGAM_")}
     printed = subprocess.run(
