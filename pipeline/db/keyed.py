@@ -7,7 +7,7 @@ the table whole); SQLite, which has no arrays, gets the `IN` list.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -82,14 +82,18 @@ class KeyedQuery:
 
     def rows(self, session: Session, keys: Collection[tuple[Any, ...]]) -> Any:
         """The ORM rows for `keys` (tuples of the fields' values, in their order)."""
-        if session.get_bind().dialect.name == "postgresql":
-            arrays = {name: [key[i] for key in keys] for i, name in enumerate(self.fields)}
-            return session.scalars(self.per_key, arrays)
-        return session.scalars(self.listed, {"keys": list(keys)})
+        return self._run(session.scalars, session, keys)
 
     def tuples(self, session: Session, keys: Collection[tuple[Any, ...]]) -> Any:
         """`rows` of a query of some columns: a tuple of their values per row."""
+        return self._run(session.execute, session, keys)
+
+    def _run(
+        self, execute: Callable[..., Any], session: Session, keys: Collection[tuple[Any, ...]]
+    ) -> Any:
+        """The query for `keys` through `execute`: one array per field on PostgreSQL (the
+        per-key index scans), the listed keys elsewhere."""
         if session.get_bind().dialect.name == "postgresql":
             arrays = {name: [key[i] for key in keys] for i, name in enumerate(self.fields)}
-            return session.execute(self.per_key, arrays)
-        return session.execute(self.listed, {"keys": list(keys)})
+            return execute(self.per_key, arrays)
+        return execute(self.listed, {"keys": list(keys)})
