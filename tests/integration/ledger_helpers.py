@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from multiprocessing.process import BaseProcess
@@ -18,6 +19,17 @@ from schemas.facts import Fact
 from tests.factories import put_fact
 
 LEDGER_TABLES = ("facts", "claims", "events")
+# What a writer process needs, imported once by the fork server rather than by each child.
+WRITER_MODULES = ["pipeline", "pipeline.db.store", "pipeline.settings", "pytest", "tests.factories"]
+
+
+def writer_processes() -> multiprocessing.context.ForkServerContext:
+    """Where concurrent writer processes come from: forked from one server process that has
+    imported the pipeline (a spawned child imports it again, about a second of CPU each),
+    never from the test process, whose threads and open connections a fork would copy."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(WRITER_MODULES)  # ignored once the server runs
+    return context
 
 
 def utc(text_value: str) -> datetime:

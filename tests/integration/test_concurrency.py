@@ -19,7 +19,12 @@ import pipeline
 from pipeline.db.store import Store, open_store
 from pipeline.errors import ConflictError
 from pipeline.settings import Settings
-from tests.integration.ledger_helpers import assert_no_overlap, count_rows, stop_writers
+from tests.integration.ledger_helpers import (
+    assert_no_overlap,
+    count_rows,
+    stop_writers,
+    writer_processes,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -53,7 +58,7 @@ def _writer(
 
 def run_concurrently(url: str, batches: list[list[dict[str, Any]]]) -> list[Outcome]:
     """Run one process per batch, all starting together; return every put's outcome."""
-    context = multiprocessing.get_context("spawn")
+    context = writer_processes()
     barrier = context.Barrier(len(batches))
     results: multiprocessing.Queue[Outcome] = context.Queue()
     processes = [

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 from typing import Any
 
 import pytest
@@ -15,6 +14,7 @@ from pipeline.errors import IdempotencyConflict, NotFound, TrustRejected
 from pipeline.ledger.forget import forget
 from pipeline.ledger.promote import promote
 from pipeline.settings import Settings
+from tests.integration.ledger_helpers import writer_processes
 
 FACT = {
     "tenant_id": "acme",
@@ -159,7 +159,7 @@ def _put_in_process(url: str, barrier: Any, results: Any) -> None:
 
 @pytest.mark.slow
 def test_same_key_from_several_processes_applies_once(store: Store, database_url: str) -> None:
-    context = multiprocessing.get_context("spawn")
+    context = writer_processes()
     barrier = context.Barrier(4)
     results = context.Queue()
     workers = [

@@ -25,7 +25,7 @@ from pipeline.db import guards
 from pipeline.db.store import Store, open_store
 from pipeline.errors import ConflictError
 from pipeline.settings import Settings
-from tests.integration.ledger_helpers import stop_writers
+from tests.integration.ledger_helpers import stop_writers, writer_processes
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
@@ -113,7 +113,7 @@ def _batch_writer(
 
 
 def run_batches(url: str, work: list[list[list[dict[str, Any]]]], chunk: int) -> list[Report]:
-    context = multiprocessing.get_context("spawn")
+    context = writer_processes()
     barrier = context.Barrier(len(work))
     results: multiprocessing.Queue[list[Report]] = context.Queue()
     processes = [
