@@ -20,8 +20,9 @@ demo: $(STAMP)
 
 # Four xdist workers: most tests wait on servers, workers and the database, so four keep two
 # cores busy; each worker has its own databases (tests/parallel.py), and a test file stays on
-# one worker (loadfile), so its module-scoped servers and Celery workers start once.
-XDIST  ?= -n 4 --dist loadfile
+# one worker (loadfile), so its module-scoped servers and Celery workers start once. Files go
+# out in the order tests/conftest.py sorts them, the most work first (not by test count).
+XDIST  ?= -n 4 --dist loadfile --no-loadscope-reorder
 # The tests' temporary files (every SQLite store of the suite among them) live in memory where
 # the machine has a tmpfs: each SQLite commit's fsync costs milliseconds on a disk and nothing
 # there, a third of the SQLite tests' time; no test is about surviving a power cut.

@@ -119,3 +119,20 @@ def cli_env(monkeypatch: pytest.MonkeyPatch, database_url: str) -> Callable[[], 
     """Point the in-process CLI at the test database."""
     monkeypatch.setenv("SGAM_DATABASE_URL", database_url)
     return lambda: None
+
+
+# A test marked slow takes seconds where most take milliseconds: about this many of them.
+SLOW_WEIGHT = 20
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The files with the most work first (a slow test counts SLOW_WEIGHT times), each file's
+    tests in their own order: xdist hands files out in this order (`--no-loadscope-reorder`
+    in the Makefile), so a long file never starts last and holds one worker alone at the end."""
+    weight: dict[Path, int] = {}
+    for item in items:
+        weight[item.path] = weight.get(item.path, 0) + (
+            SLOW_WEIGHT if item.get_closest_marker("slow") else 1
+        )
+    first = {path: rank for rank, path in enumerate(sorted(weight, key=lambda p: -weight[p]))}
+    items.sort(key=lambda item: first[item.path])

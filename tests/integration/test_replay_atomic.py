@@ -22,7 +22,7 @@ from tests.databases import POSTGRES_URL
 
 SGAM = os.path.join(os.path.dirname(sys.executable), "sgam")
 CITIES = ["Berlin", "Paris", "Rome", "Oslo", "Lima"]
-EVENTS = 6000  # a replay of about 4 s on SQLite: time to kill it in the middle
+EVENTS = 3000  # a replay of about 2 s on SQLite: time to kill it in the middle
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +112,7 @@ def test_a_killed_replay_leaves_an_empty_target_and_a_second_one_completes(
     total = _counts(source_url)
     running = _replay(source_url, empty_target)
     _wait_for_schema(empty_target)  # migrated (and committed): the events come next
-    time.sleep(1.0)  # well into the events, which take seconds
+    time.sleep(0.5)  # well into the events, which take seconds
     still_running = running.poll() is None
     running.send_signal(signal.SIGKILL)
     running.communicate()
