@@ -80,19 +80,11 @@ def relevance(store: Store, query: SearchQuery | Mapping[str, Any]) -> Relevance
     with store.reading() as connection:
         if not _with_terms(connection, params, words, postgres):
             return Relevance()
-        ranking = statements.fact_ranking(postgres, known, quarantined)
-        scores = {doc: float(score) for doc, score in connection.execute(ranking, params)}
-        fact_ids = select(FactRow.row_id, FactRow.fact_id).where(FactRow.row_id.in_(list(scores)))
-        beside, fetch, _ = statements.episode_statements(postgres, known, quarantined)
-        near = {row.doc: float(row.near) for row in connection.execute(beside, params) if row.near}
+        facts = connection.execute(statements.fact_scores(postgres, known, quarantined), params)
+        beside = connection.execute(statements.beside_scores(postgres, known, quarantined), params)
         return Relevance(
-            facts={fact: scores[row] for row, fact in connection.execute(fact_ids)},
-            beside={
-                row.episode_id: near[row.doc]
-                for row in connection.execute(
-                    fetch, {"tenant_id": query.tenant_id, "docs": list(near)}
-                )
-            },
+            facts={fact_id: float(score) for fact_id, score in facts},
+            beside={episode_id: float(near) for episode_id, near in beside},
         )
 
 

@@ -232,3 +232,26 @@ def episode_statements(
     )
     ranking = turns.with_neighbours(scope, _scored(scope, hits.cte("hits"), postgres, weights=True))
     return ranking, fetch, vectors.scope_vectors(key, joined, conditions)
+
+
+@cache
+def fact_scores(postgres: bool, known: bool, quarantined: bool) -> Select[Any]:
+    """(fact_id, score) of every fact the ranking answers: joined to the facts here, so no
+    list of row ids goes back to the database (SQLite bounds how many parameters it takes)."""
+    ranked = fact_ranking(postgres, known, quarantined).subquery("ranked")
+    return select(FactRow.fact_id, ranked.c.score).join(ranked, ranked.c.doc == FactRow.row_id)
+
+
+@cache
+def beside_scores(postgres: bool, known: bool, quarantined: bool) -> Select[Any]:
+    """(episode_id, near) of every episode of the scope beside one that matches: `near` is
+    the better BM25 of the two turns beside it (`search_turns`)."""
+    ranked = episode_statements(postgres, known, quarantined)[0].subquery("ranked")
+    if postgres:  # the ranking's doc is the episode id
+        return select(ranked.c.doc.label("episode_id"), ranked.c.near).where(ranked.c.near > 0)
+    keys = _EPISODE_KEYS
+    return (
+        select(keys.c.episode_id, ranked.c.near)
+        .join(ranked, ranked.c.doc == keys.c.search_key)
+        .where(ranked.c.near > 0)
+    )
