@@ -7,8 +7,8 @@ their session), its observations facts of `observation` (bench/search_catalog.ya
 evidence is the cited turn. For every question with evidence: recall@5/10 of the evidence
 turns among the episodes found, and the context recall at 500 tokens (the share of evidence
 turns cited by a fact of `sgam context --query`), each beside the plain-Python BM25 reference
-of the same run (facts ranked over value + evidence, taken whole while they fit). Latency per
-search on each store.
+of the same run (facts ranked over value + evidence, taken whole while they fit, in the same
+lines). Latency per search on each store.
 """
 
 from __future__ import annotations
@@ -150,15 +150,16 @@ def run(backend: str, path: Path, postgres: str, samples: int = 10) -> dict[str,
 def _reference_context(
     reference: Bm25Reference, store: Store, subject: str, text: str, sources: dict[str, str]
 ) -> list[str]:
-    """The reference's facts in BM25 order, taken whole while they fit the budget."""
+    """The reference's facts in BM25 order, taken whole while they fit the budget, each line
+    as `sgam context` writes it (one attribute line, then a line per fact)."""
     facts = {
         fact.fact_id: fact
         for fact in pipeline.get(store, {"tenant_id": "locomo", "subject": subject})
     }
-    used, cited = 0, []
+    used, cited = estimate_tokens("- observation (since, source):"), []
     for fact_id in reference.rank(text, len(facts)):
         fact = facts[fact_id]
-        line = f"- {fact.attribute}: {fact.value} (since ...; source {fact.source_episode_id})"
+        line = f"  - {fact.value} ({fact.valid_from.date()}, {fact.source_episode_id})"
         tokens = estimate_tokens(line) + 1
         if used + tokens <= BUDGET:
             used += tokens

@@ -21,8 +21,9 @@ NEIGHBOUR = 0.3
 
 
 def with_neighbours(scope: Any, scored: Any) -> Select[Any]:
-    """(doc, score, weights) of every episode of `scope` (doc, session_id, occurred_at) that
-    matched or sits beside one that did (`scored`: doc, score, weights), best first."""
+    """(doc, score, weights, near) of every episode of `scope` (doc, session_id, occurred_at)
+    that matched or sits beside one that did (`scored`: doc, score, weights), best first;
+    `near` is the better BM25 of the two beside it."""
     window = {"partition_by": scope.c.session_id, "order_by": (scope.c.occurred_at, scope.c.doc)}
     around = select(
         scope.c.doc,
@@ -35,7 +36,7 @@ def with_neighbours(scope: Any, scored: Any) -> Select[Any]:
     near = case((near_before > near_after, near_before), else_=near_after)
     score = (func.coalesce(own.c.score, 0.0) + NEIGHBOUR * near).label("score")
     return (
-        select(around.c.doc, score, own.c.weights)
+        select(around.c.doc, score, own.c.weights, near.label("near"))
         .select_from(
             around.outerjoin(own, own.c.doc == around.c.doc)
             .outerjoin(before, before.c.doc == around.c.before)

@@ -47,8 +47,37 @@ def test_every_item_cites_its_source_and_fact(store: Store) -> None:
     (item,) = assemble(store, READ).items
 
     assert item.source_episode_id == "ep-home_city"
-    assert "source ep-home_city" in item.text
+    assert item.text == "  - Utrecht (2026-06-01, ep-home_city)"
+    assert item.valid_from == "2026-06-01T00:00:00Z"
     assert item.fact_id == pipeline.get(store, READ)[0].fact_id
+
+
+def test_each_attribute_is_named_once_with_its_facts_under_it_in_rank_order(
+    store: Store,
+) -> None:
+    for language, confidence in [("Dutch", 0.9), ("English", 0.5)]:
+        put_fact(
+            store,
+            **READ,
+            attribute="languages",
+            value=language,
+            confidence=confidence,
+            valid_from="2026-06-02T09:30:00+02:00",
+            source_episode_id=f"ep-{language}",
+        )
+    _put(store, "home_city", "Utrecht", confidence=0.7)
+
+    context = assemble(store, READ)
+
+    assert [item.value for item in context.items] == ["Dutch", "Utrecht", "English"]
+    assert context.text == (
+        "- languages (since, source):\n"
+        "  - Dutch (2026-06-02, ep-Dutch)\n"
+        "  - English (2026-06-02, ep-English)\n"
+        "- home_city (since, source):\n"
+        "  - Utrecht (2026-06-01, ep-home_city)"
+    )
+    assert context.items[0].valid_from == "2026-06-02T07:30:00Z"
 
 
 def test_a_long_low_ranked_fact_is_skipped_not_split(store: Store) -> None:
@@ -71,9 +100,11 @@ def test_pluggable_token_counter(store: Store) -> None:
     def one_token_per_word(text: str) -> int:
         return len(text.split())
 
-    counted = assemble(store, READ | {"budget_tokens": 7}, count_tokens=one_token_per_word)
+    # "- home_city (since, source):" and "  - Utrecht (2026-06-01, ep-home_city)": 4 + 4.
+    counted = assemble(store, READ | {"budget_tokens": 9}, count_tokens=one_token_per_word)
 
-    assert [item.tokens for item in counted.items] == [7]
+    assert [item.tokens for item in counted.items] == [4]
+    assert counted.used_tokens == 8
     assert estimate_tokens("12345678") == 2
 
 
@@ -161,3 +192,82 @@ def test_relevance_ranks_after_an_exact_match_and_episodes_come_last_when_asked(
     ]
     assert asked.text.endswith(asked.episodes[0].text)
     assert asked.used_tokens == estimate_tokens(asked.text)
+
+
+def _said(store: Store, turns: list[tuple[str, str, str]]) -> None:
+    pipeline.ingest(
+        store,
+        [
+            {**READ, "session_id": "s1", "episode_id": episode, "occurred_at": at, "text": text}
+            for episode, at, text in turns
+        ],
+    )
+
+
+def test_a_fact_is_found_through_the_turn_beside_its_source_below_an_own_match(
+    store: Store,
+) -> None:
+    _said(
+        store,
+        [
+            ("ep-ask", "2026-05-01T10:00:00Z", "Which dessert did you bake for the party?"),
+            ("ep-answer", "2026-05-01T10:01:00Z", "A chocolate cake with berries."),
+            ("ep-later", "2026-05-01T10:30:00Z", "Lovely weather on the coast today."),
+        ],
+    )
+    cake = {"value": "chocolate cake", "evidence": "A chocolate cake with berries."}
+    put_fact(
+        store, **READ, attribute="scratch", **cake, source_episode_id="ep-answer", confidence=0.5
+    )
+    put_fact(
+        store,
+        **READ,
+        attribute="answer_style",
+        value="concise",
+        confidence=1.0,
+        source_episode_id="ep-later",
+    )
+    put_fact(
+        store,
+        **READ,
+        attribute="employer",
+        value="Party Dessert Bakery",
+        confidence=0.5,
+        source_episode_id="ep-later",
+    )
+
+    ranked = assemble(store, READ | {"query": "what dessert for the party?"}).items
+
+    # the bakery matches by its own words, the cake only through the question before it,
+    # the style not at all: confidence alone would put it first
+    assert [item.attribute for item in ranked] == ["employer", "scratch", "answer_style"]
+
+
+def test_a_turn_of_another_subject_beside_the_source_lifts_nothing(store: Store) -> None:
+    pipeline.ingest(
+        store,
+        [
+            {
+                **READ,
+                "subject": "noor",
+                "session_id": "s1",
+                "episode_id": "ep-ask",
+                "occurred_at": "2026-05-01T10:00:00Z",
+                "text": "Which dessert did you bake for the party?",
+            }
+        ],
+    )
+    _said(store, [("ep-answer", "2026-05-01T10:01:00Z", "A chocolate cake with berries.")])
+    put_fact(
+        store,
+        **READ,
+        attribute="scratch",
+        value="chocolate cake",
+        source_episode_id="ep-answer",
+        confidence=0.5,
+    )
+    put_fact(store, **READ, attribute="answer_style", value="concise", confidence=1.0)
+
+    ranked = assemble(store, READ | {"query": "what dessert for the party?"}).items
+
+    assert [item.attribute for item in ranked] == ["answer_style", "scratch"]

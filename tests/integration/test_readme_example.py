@@ -38,7 +38,7 @@ def test_the_readme_python_example_runs_on_the_default_catalogue(
 
     printed = capsys.readouterr().out
     assert "[('diet', 'vegetarian')]" in printed
-    assert "- diet: vegetarian (since " in printed
+    assert "- diet (since, source):\n  - vegetarian (" in printed
 
 
 @pytest.mark.parametrize(

@@ -116,7 +116,7 @@ def test_every_answer_is_its_documented_model_and_the_python_apis_answer(
             "/v1/subjects/{subject}/context",
             200,
         )
-        assert context["text"].startswith("- passport_deadline")
+        assert context["text"].startswith("- passport_deadline (since, source):\n")
         assert plain(pipeline.assemble(store, scope | {"subject": "mira"} | asked)) == context
         sought = {"query": "Utrecht home city", "limit": "5"}
         found = shapes.check(

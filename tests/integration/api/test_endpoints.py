@@ -38,7 +38,9 @@ def test_a_chat_backend_ingests_remembers_and_reads_context(server: Server, keys
         ("passport_deadline", "2026-06-30"),
     }
     assert context.json()["items"][0]["attribute"] == "passport_deadline"
-    assert context.json()["text"].startswith("- passport_deadline: 2026-06-30")
+    assert context.json()["text"].startswith(
+        "- passport_deadline (since, source):\n  - 2026-06-30 ("
+    )
 
 
 def test_put_get_history_and_etags(server: Server, keys: Keys) -> None:
