@@ -1,12 +1,23 @@
 """An episode is read with the turns around it: a search's episode score is its own BM25
 plus NEIGHBOUR times the better BM25 of the episodes said just before and just after it in
-its session (ordered by when they were said).
+its session (ordered by when they were said); then the answer is spread over the sessions
+that match: an episode's score is multiplied by SPREAD once for each better-scoring episode
+of its own session.
 
 A turn's meaning often sits in the turn beside it: the answer to a question, the short
 follow-up ("yes, and it failed again") to a message that named the thing. So an episode that
 matches the query lifts its neighbours, and one whose own words miss the query can be found
 through them, below what matches outright. Neighbours are taken inside the filtered scope,
 so a hidden episode neither lifts nor separates the ones around it.
+
+Why spread: a question about what was said over time ("how many columns did I want to add
+across my requests?", "in which order did I bring up ...") wants a turn from each session
+that speaks of it, and one session's many close matches would otherwise fill the whole
+answer. Multiplying by SPREAD per better turn of the same session is what a greedy
+one-at-a-time pick that discounts a session by each turn already taken from it returns, in
+one window function. Within a session the order never changes; across sessions a session's
+second best can fall below another's best when within 15 % of it (its third within 28 %, ...). The
+episodes of no session count as one session, as the neighbour window takes them.
 """
 
 from __future__ import annotations
@@ -18,6 +29,9 @@ from sqlalchemy import Select, bindparam, case, func, or_, select
 # Measured on LoCoMo turns and BEAM messages (bench/README.md): a third of a neighbour's score
 # lifted recall@10 on both; a half began to push outright matches out of the ten on BEAM.
 NEIGHBOUR = 0.3
+# Measured on BEAM (bench/README.md): 0.8-0.9 lift recall@10 alike; at 0.7 and below a
+# session's second outright match falls under other sessions' weaker turns.
+SPREAD = 0.85
 
 
 def with_neighbours(scope: Any, scored: Any) -> Select[Any]:
@@ -26,6 +40,7 @@ def with_neighbours(scope: Any, scored: Any) -> Select[Any]:
     window = {"partition_by": scope.c.session_id, "order_by": (scope.c.occurred_at, scope.c.doc)}
     around = select(
         scope.c.doc,
+        scope.c.session_id,
         func.lag(scope.c.doc).over(**window).label("before"),
         func.lead(scope.c.doc).over(**window).label("after"),
     ).cte("around")
@@ -33,15 +48,23 @@ def with_neighbours(scope: Any, scored: Any) -> Select[Any]:
     near_before = func.coalesce(before.c.score, 0.0)
     near_after = func.coalesce(after.c.score, 0.0)
     near = case((near_before > near_after, near_before), else_=near_after)
-    score = (func.coalesce(own.c.score, 0.0) + NEIGHBOUR * near).label("score")
-    return (
-        select(around.c.doc, score, own.c.weights)
+    read = (func.coalesce(own.c.score, 0.0) + NEIGHBOUR * near).label("read")
+    beside = (
+        select(around.c.doc, around.c.session_id, read, own.c.weights)
         .select_from(
             around.outerjoin(own, own.c.doc == around.c.doc)
             .outerjoin(before, before.c.doc == around.c.before)
             .outerjoin(after, after.c.doc == around.c.after)
         )
         .where(or_(own.c.doc.is_not(None), before.c.doc.is_not(None), after.c.doc.is_not(None)))
-        .order_by(score.desc(), around.c.doc)
+        .cte("beside")
+    )
+    better = func.row_number().over(
+        partition_by=beside.c.session_id, order_by=(beside.c.read.desc(), beside.c.doc)
+    )
+    score = (beside.c.read * func.power(SPREAD, better - 1)).label("score")
+    return (
+        select(beside.c.doc, score, beside.c.weights)
+        .order_by(score.desc(), beside.c.doc)
         .limit(bindparam("limit"))
     )
