@@ -8,7 +8,8 @@ unless a reviewer asks (`episode_rules`). The text index only narrows the candid
 (k1 1.2, b 0.75) takes its document frequencies and lengths from that filtered scope, never
 the whole table, so other tenants' rows and hidden versions never move a score.
 
-An episode is scored with the turns beside it in its session (`search_turns`), and among
+An episode is scored with the turns beside it in its session, spread over the sessions when
+the query asks about the course of the conversation (`search_turns`), and among
 the episodes answered a later one about the same thing as an earlier one takes its score and
 comes first (`search_recency`). With SGAM_EMBEDDING_MODEL set, each kind's BM25 ranking is
 fused by reciprocal rank with a cosine ranking over the same filtered scope
@@ -82,6 +83,7 @@ def _search(
     now = store.clock()
     params = query.model_dump(include={"tenant_id", "agent_id", "purpose", "subject", "known_at"})
     params |= {"now": now, "at": query.at or now, "limit": limit}
+    params["spread"] = turns.spread(query.query)
     postgres = store.is_postgres
     vector, arm = None, None
     if embedding and store.settings.embedding_configured:  # the embedding arm (search_vectors)
