@@ -35,10 +35,11 @@ from sqlalchemy import Float, Select, bindparam, case, func, or_, select
 NEIGHBOUR = 0.3
 # Measured on BEAM (bench/README.md): 0.7-0.9 lift recall@10 alike.
 SPREAD = 0.85
-# Words by which a question asks about the course of the conversation rather than one moment.
+# Words by which a question asks about the course of the conversation rather than one moment;
+# "how many" counts what was said, so it gathers from every session that said it.
 OVER_TIME = re.compile(
     r"\b(across|throughout|order|sequence|over time|conversations?|sessions?|evolved?"
-    r"|progress(?:ed)?|how many times)\b",
+    r"|progress(?:ed)?|how many)\b",
     re.IGNORECASE,
 )
 

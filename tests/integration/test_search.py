@@ -241,3 +241,4 @@ def test_a_question_over_the_conversation_takes_a_turn_from_each_session(store: 
     # ...one over the conversation's course wants each session that speaks of it.
     assert sessions("how did the pond pump break across my sessions?") == ["s1", "s2"]
     assert sessions("the pond pump throughout") == ["s1", "s2"]
+    assert sessions("how many times did the pond pump break?") == ["s1", "s2"]
