@@ -12,7 +12,7 @@ through them, below what matches outright. Neighbours are taken inside the filte
 so a hidden episode neither lifts nor separates the ones around it.
 
 Why spread, and why only then: "in which order did I bring up ... throughout our
-conversations?" or "how many columns did I want to add across my requests?" want a turn from
+conversations?" or "how many times did I move the deadline?" want a turn from
 each session that speaks of it, and one session's many close matches would otherwise fill
 the answer. Multiplying by SPREAD per better turn of the same session is what a greedy pick
 that discounts a session by each turn already taken from it returns, in one window function:
