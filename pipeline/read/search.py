@@ -8,7 +8,8 @@ unless a reviewer asks (`episode_rules`). The text index only narrows the candid
 (k1 1.2, b 0.75) takes its document frequencies and lengths from that filtered scope, never
 the whole table, so other tenants' rows and hidden versions never move a score.
 
-An episode is scored with the turns beside it in its session (`search_turns`), and among
+An episode is scored with the turns beside it in its session, spread over the sessions when
+the query asks about the course of the conversation (`search_turns`), and among
 the episodes answered a later one about the same thing as an earlier one takes its score and
 comes first (`search_recency`). With SGAM_EMBEDDING_MODEL set, each kind's BM25 ranking is
 fused by reciprocal rank with a cosine ranking over the same filtered scope
@@ -29,6 +30,7 @@ from pipeline.db.models import FACT_COLUMNS, FactRow
 from pipeline.db.store import Store
 from pipeline.read import search_recency as recency
 from pipeline.read import search_statements as statements
+from pipeline.read import search_turns as turns
 from pipeline.read import search_vectors as vectors
 from pipeline.read.facts import SubjectQuery, visible
 from pipeline.read.search_terms import query_words, snippet, stems
@@ -91,7 +93,12 @@ def relevance(store: Store, query: SearchQuery | Mapping[str, Any]) -> Relevance
 def _params(store: Store, query: SearchQuery, limit: int) -> dict[str, Any]:
     now = store.clock()
     params = query.model_dump(include={"tenant_id", "agent_id", "purpose", "subject", "known_at"})
-    return params | {"now": now, "at": query.at or now, "limit": limit}
+    return params | {
+        "now": now,
+        "at": query.at or now,
+        "limit": limit,
+        "spread": turns.spread(query.query),
+    }
 
 
 def _with_terms(

@@ -219,3 +219,26 @@ def test_bad_input_is_refused_with_its_field(store: Store) -> None:
         _search(store, "utrecht", kinds=["notes"])
     with pytest.raises(InvalidInput, match="query"):
         _search(store, "")
+
+
+def test_a_question_over_the_conversation_takes_a_turn_from_each_session(store: Store) -> None:
+    pipeline.ingest(
+        store,
+        [
+            episode("The pond pump broke", "2026-05-01T10:00:00Z", "s1"),
+            episode("Lunch was long", "2026-05-01T10:01:00Z", "s1"),
+            episode("The pond pump broke again today", "2026-05-01T10:02:00Z", "s1"),
+            episode("The pond pump broke again, said the neighbour", "2026-06-01T10:00:00Z", "s2"),
+        ],
+    )
+
+    def sessions(query: str) -> list[str | None]:
+        found = _search(store, query, kinds=["episodes"], limit=2).episodes
+        return sorted(e.session_id for e in found)  # the order is the later-first rule's
+
+    # A plain question keeps to the session where it was said best...
+    assert sessions("the pond pump broke") == ["s1", "s1"]
+    # ...one over the conversation's course wants each session that speaks of it.
+    assert sessions("how did the pond pump break across my sessions?") == ["s1", "s2"]
+    assert sessions("the pond pump throughout") == ["s1", "s2"]
+    assert sessions("how many times did the pond pump break?") == ["s1", "s2"]
