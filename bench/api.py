@@ -33,12 +33,14 @@ POST remember p99 <= 40 ms, zero errors. The database named by --url (its name m
 from __future__ import annotations
 
 import argparse
+import functools
 import http.client
 import json
 import os
 import random
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -47,7 +49,7 @@ from typing import Any
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 import redis  # noqa: E402
-from api_load import load  # noqa: E402
+from api_load import cpu_seconds, load  # noqa: E402
 from bare_starlette import ratios, start_reference  # noqa: E402
 from environment import describe, machine_load, ready, use_support_catalog  # noqa: E402
 
@@ -335,7 +337,19 @@ def main() -> None:
                         else http_calls(client)[name]
                         for client in http_clients
                     ]
-                    figures = load(calls, args.seconds, args.rate) | {
+                    # Whose CPU a request costs: the server's, the reference's, or (the
+                    # Python API, no client threads running) this process's alone.
+                    serving = reference if mode == "starlette" else server
+                    clock: Callable[[], float] = (
+                        time.process_time
+                        if mode == "python" or serving is None
+                        else functools.partial(cpu_seconds, serving.pid)
+                    )
+                    cpu_before = clock()
+                    figures = load(calls, args.seconds, args.rate)
+                    spent = clock() - cpu_before
+                    figures |= {
+                        "cpu_ms_per_request": round(1000 * spent / max(1, figures["requests"]), 3),
                         "operation": name,
                         "clients": clients,
                         "mode": mode,

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from figures import percentile
@@ -65,3 +67,30 @@ def load(calls: list[Call], seconds: float, rate: float = 0) -> dict[str, Any]:
         "p99_ms": round(percentile(latencies, 0.99), 2),
         "errors": sum(errors),
     }
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process `pid` and every process below it so far (a
+    server's worker processes), from /proc: the cost of a run whatever else the machine does.
+    0.0 where there is no /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    stats: dict[int, list[str]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            # The fields after the command's closing parenthesis (which may hold spaces).
+            fields = (entry / "stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        stats[int(entry.name)] = fields
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    total, waiting = 0.0, [pid]
+    while waiting:
+        current = waiting.pop()
+        fields = stats.get(current)
+        if fields is not None:
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+        waiting.extend(children.get(current, []))
+    return total

@@ -67,6 +67,12 @@ def ratios(runs: list[dict[str, Any]]) -> list[str]:
                 f"GET facts, {clients} clients: http {run['requests_per_s']:g}/s ÷ {reference} "
                 f"{other['requests_per_s']:g}/s = {ratio:.2f} (target ≥ {target}: {verdict})"
             )
+            mine, theirs = run.get("cpu_ms_per_request"), other.get("cpu_ms_per_request")
+            if mine and theirs:  # the same ratio by CPU per request, which load moves less
+                lines.append(
+                    f"GET facts, {clients} clients, by CPU per request: {reference} {theirs:g} ms"
+                    f" ÷ http {mine:g} ms = {theirs / mine:.2f} (target ≥ {target})"
+                )
     return lines
 
 

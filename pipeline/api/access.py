@@ -9,6 +9,7 @@ route's dependency (`allowed`), which also documents the bearer scheme in OpenAP
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -155,6 +156,7 @@ class KeyRefused(Unauthorized):
 _bearer = HTTPBearer(auto_error=False, description="An API key: `sgam keys create`")
 
 
+@functools.cache  # one function per role: a hot read recognises it among a route's dependencies
 def allowed(role: str) -> Callable[..., Awaitable[ApiKey]]:
     """A dependency: the caller's key, if its role includes `role`."""
 

@@ -7,7 +7,8 @@ pool; the event loop only parses, authenticates and answers.
 
 Middleware, outermost first: the request's span (when tracing is on) → metrics (every
 request, refusals included) → `Cache-Control: no-store` on /v1 and /mcp → authentication and
-the rate limit (before any body is read) → the body's size, type and encoding → the routes.
+the rate limit (before any body is read) → the body's size, type and encoding → the hot reads
+(`hot_reads.py`: GET facts without FastAPI's per-request work) → the routes.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from starlette.routing import BaseRoute, Match, Route
 from pipeline.api import conventions, docs_pages, openapi
 from pipeline.api.access import Authenticate, KeyCache
 from pipeline.api.headers import NoStore
+from pipeline.api.hot_reads import HotRead, HotReads
 from pipeline.api.limits import ReadBody
 from pipeline.api.metrics import Measure, Metrics
 from pipeline.api.problems import (
@@ -66,7 +68,13 @@ fact's `version`). Errors are RFC 9457
 """
 
 
-def create_app(settings: Settings | None = None, store: Store | None = None) -> FastAPI:
+def create_app(
+    settings: Settings | None = None,
+    store: Store | None = None,
+    hot_reads: Sequence[HotRead] | None = None,
+) -> FastAPI:
+    """`hot_reads`: the reads served without FastAPI's per-request work (default: GET facts;
+    none: every request through its route, as the tests compare)."""
     settings = settings or load_settings()
     setup_tracing(settings, "sgam-api")
     store = store or open_store(settings)
@@ -114,6 +122,8 @@ def create_app(settings: Settings | None = None, store: Store | None = None) -> 
     app.mount("/ui", create_ui(store, settings, limiter))  # the review pages, errors as pages
     routes = [route for module in modules for route in module.router.routes] + [mcp_route]
     _handle_errors(app, routes)
+    reads = facts.hot_reads() if hot_reads is None else hot_reads
+    app.add_middleware(HotReads, store=store, reads=reads)
     app.add_middleware(ReadBody, limit=settings.api_max_body_bytes)
     app.add_middleware(Authenticate, store=store, limiter=limiter, cache=cache)
     app.add_middleware(NoStore)

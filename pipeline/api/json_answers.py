@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from fastapi.responses import Response
-from pydantic import TypeAdapter
+from pydantic import BaseModel, TypeAdapter
 
 from schemas.facts import Fact
 
@@ -19,3 +19,8 @@ _FACTS = TypeAdapter(list[Fact])  # built once: building a serializer costs more
 def facts_answer(found: list[Fact], headers: Mapping[str, str] | None = None) -> Response:
     """`found` as FastAPI would have answered it (by alias, unset fields included)."""
     return Response(_FACTS.dump_json(found, by_alias=True), media_type=JSON, headers=headers)
+
+
+def model_answer(answer: BaseModel, headers: Mapping[str, str] | None = None) -> Response:
+    """`answer`, the route's own response model, as FastAPI would have answered it."""
+    return Response(answer.model_dump_json(by_alias=True), media_type=JSON, headers=headers)

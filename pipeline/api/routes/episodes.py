@@ -23,6 +23,7 @@ from pipeline.api.conventions import (
     Opened,
     mark_replayed,
 )
+from pipeline.api.json_answers import model_answer
 from pipeline.api.problems import MalformedRequest
 from pipeline.hot_path import Remembered
 from schemas.fields import Identifier
@@ -88,11 +89,10 @@ async def post_episodes(
 )
 def remember(
     body: RememberBody,
-    response: Response,
     key: Writer,
     store: Opened,
     idempotency: IdempotencyHeader = None,
-) -> Remembered:
+) -> Response:
     """The same answer as `sgam remember --json`; a write the ledger refused is listed under
     `rejected` with the reason (FactConflict, TrustRejected). Retrying with the same
     Idempotency-Key answers the first request's body again (less what was forgotten since),
@@ -100,8 +100,8 @@ def remember(
     idempotency_key must equal the header."""
     fields = body.model_dump(exclude_unset=True)
     result = operations.remember(store, key, fields, idempotency)
-    mark_replayed(response, result.replayed)
-    return result
+    replayed = {"Idempotent-Replayed": "true"} if result.replayed else None
+    return model_answer(result, replayed)  # serialised once, in this thread
 
 
 @router.get(

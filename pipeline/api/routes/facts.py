@@ -7,14 +7,17 @@ write to the key since then makes it 412. Promote's If-Match is the quarantined 
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 from annotated_types import Interval
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
+from fastapi.routing import APIRoute
 from pydantic import StringConstraints
 
 import pipeline
+from pipeline.access.keys import ApiKey
 from pipeline.api import catalog_schema, operations
 from pipeline.api.access import Reader, Reviewer, Writer, bind
 from pipeline.api.bodies import PutBody, Subject
@@ -36,8 +39,10 @@ from pipeline.api.conventions import (
     identifier,
     mark_replayed,
 )
+from pipeline.api.hot_reads import HotRead
 from pipeline.api.json_answers import facts_answer
 from pipeline.api.routes.owned import require_owned
+from pipeline.db.store import Store
 from pipeline.ledger.results import PutResult
 from pipeline.read.context import Context
 from pipeline.read.search import KINDS_PATTERN, MAX_LIMIT, MAX_QUERY_CHARS
@@ -65,8 +70,11 @@ async def scope_query(
     tenant_id: IdQuery = None, agent_id: IdQuery = None, purpose: IdQuery = None
 ) -> dict[str, str]:
     """The scope a read's query names (each checked like an identifier)."""
-    named = given(tenant_id=tenant_id, agent_id=agent_id, purpose=purpose)
-    return {name: identifier(name, value) for name, value in named.items()}
+    return named_scope(tenant_id=tenant_id, agent_id=agent_id, purpose=purpose)
+
+
+def named_scope(**named: str | None) -> dict[str, str]:
+    return {name: identifier(name, value) for name, value in given(**named).items()}
 
 
 Scope = Annotated[dict[str, str], Depends(scope_query)]
@@ -125,6 +133,31 @@ def get_facts(
     """With a single-valued `attribute` (and no `known_at`), the ETag names the key's state
     (`"0"`: nothing held), to send in If-Match. `include_quarantined` needs the reviewer
     role."""
+    return facts_response(
+        store,
+        key,
+        subject,
+        named,
+        attribute=attribute,
+        at=at,
+        known_at=known_at,
+        include_quarantined=include_quarantined,
+    )
+
+
+def facts_response(
+    store: Store,
+    key: ApiKey,
+    subject: str,
+    named: Mapping[str, str],
+    *,
+    attribute: str | None = None,
+    at: str | None = None,
+    known_at: str | None = None,
+    include_quarantined: bool = False,
+) -> Response:
+    """GET facts' answer from its parsed parameters: the route's, and the hot read's
+    (`pipeline/api/hot_reads.py`), which serves the same parameters without FastAPI."""
     spec = store.catalog.attributes.get(attribute) if attribute is not None else None
     single = spec is not None and spec.cardinality is Cardinality.ONE
     headers: dict[str, str] = {}
@@ -244,3 +277,23 @@ def promote_fact(
     response.headers["ETag"] = etag(result.fact.version)
     mark_replayed(response, result.replayed)
     return result
+
+
+def _hot_facts(store: Store, key: ApiKey, values: Mapping[str, Any]) -> Response:
+    named = named_scope(**{name: values[name] for name in ("tenant_id", "agent_id", "purpose")})
+    return facts_response(
+        store,
+        key,
+        values["subject"],
+        named,
+        attribute=values["attribute"],
+        at=values["at"],
+        known_at=values["known_at"],
+        include_quarantined=values["include_quarantined"],
+    )
+
+
+def hot_reads() -> list[HotRead]:
+    """The reads of this module served without FastAPI's per-request work (hot_reads.py)."""
+    routes = {route.name: route for route in router.routes if isinstance(route, APIRoute)}
+    return [HotRead(routes["get_facts"], "reader", _hot_facts, replaces=[scope_query])]
