@@ -6,6 +6,7 @@ the best ones and the read of the scope's vectors. What the statements mean is i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
@@ -101,21 +102,7 @@ def fact_ranking(postgres: bool, known: bool, quarantined: bool) -> Select[Any]:
             .where(*conditions)
             .cte("scope")
         )
-        lexemes = func.unnest(vector).table_valued("lexeme", "positions", name="t")
-        hits = (
-            select(
-                FactRow.row_id.label("doc"),
-                lexemes.c.lexeme.label("term"),
-                func.array_length(lexemes.c.positions, 1).label("tf"),
-                func.length(vector).label("dl"),
-            )
-            .select_from(FactRow.__table__.join(lexemes, true()))
-            .where(
-                *conditions,
-                vector.op("@@")(_TSQUERY),
-                lexemes.c.lexeme.in_(_term_list()),
-            )
-        )
+        hits = _postgres_hits(FactRow.row_id, FactRow.__table__, conditions)
     else:
         index, terms = _fts(search_index.FACTS_FTS), _terms(search_index.FACTS_TERMS)
         scope = (
@@ -126,6 +113,23 @@ def fact_ranking(postgres: bool, known: bool, quarantined: bool) -> Select[Any]:
         )
         hits = _sqlite_hits(scope, terms)
     return _best(_scored(scope, hits.cte("hits"), postgres))
+
+
+def _postgres_hits(doc: Any, table: Any, conditions: Sequence[Any]) -> Select[Any]:
+    """Each (document, term) of the scope that the query matches, with its frequency and the
+    document's length, from the generated tsvector's lexemes and positions."""
+    vector: Any = sql_column(_VECTOR)
+    lexemes = func.unnest(vector).table_valued("lexeme", "positions", name="t")
+    return (
+        select(
+            doc.label("doc"),
+            lexemes.c.lexeme.label("term"),
+            func.array_length(lexemes.c.positions, 1).label("tf"),
+            func.length(vector).label("dl"),
+        )
+        .select_from(table.join(lexemes, true()))
+        .where(*conditions, vector.op("@@")(_TSQUERY), lexemes.c.lexeme.in_(_term_list()))
+    )
 
 
 def _sqlite_hits(scope: Any, terms: Any) -> Select[Any]:
@@ -168,21 +172,7 @@ def episode_statements(
             .where(*conditions)
             .cte("scope")
         )
-        lexemes = func.unnest(vector).table_valued("lexeme", "positions", name="t")
-        hits = (
-            select(
-                EpisodeRow.episode_id.label("doc"),
-                lexemes.c.lexeme.label("term"),
-                func.array_length(lexemes.c.positions, 1).label("tf"),
-                func.length(vector).label("dl"),
-            )
-            .select_from(EpisodeRow.__table__.join(lexemes, true()))
-            .where(
-                *conditions,
-                vector.op("@@")(_TSQUERY),
-                lexemes.c.lexeme.in_(_term_list()),
-            )
-        )
+        hits = _postgres_hits(EpisodeRow.episode_id, EpisodeRow.__table__, conditions)
         key: Any = EpisodeRow.episode_id
         joined: Any = EpisodeRow.__table__
     else:
