@@ -75,15 +75,30 @@ def shares(stats: pstats.Stats) -> Counter[str]:
     by_part: Counter[str] = Counter()
     for (filename, _line, name), row in stats.stats.items():  # type: ignore[attr-defined]
         own = row[2]
-        by_part[part_of(filename if filename != "~" else name)] += own
+        by_part["builtins (C)" if filename == "~" else part_of(filename)] += own
     return by_part
+
+
+def _short(filename: str) -> str:
+    return "/".join(filename.split("/")[-2:])
+
+
+def other_files(stats: pstats.Stats, count: int) -> list[list[str]]:
+    """The files of the part not named in PARTS, by self time."""
+    by_file: Counter[str] = Counter()
+    total = 0.0
+    for (filename, _line, _name), row in stats.stats.items():  # type: ignore[attr-defined]
+        total += row[2]
+        if part_of(filename) == "other Python":
+            by_file[_short(filename)] += row[2]
+    return [[name, f"{own / (total or 1.0):.1%}"] for name, own in by_file.most_common(count)]
 
 
 def top_functions(stats: pstats.Stats, count: int) -> list[list[str]]:
     rows = sorted(stats.stats.items(), key=lambda item: -item[1][2])  # type: ignore[attr-defined]
     total = sum(row[2] for _key, row in rows) or 1.0
     return [
-        [f"{name} ({os.path.basename(filename)}:{line})", f"{row[2] / total:.1%}", str(row[1])]
+        [f"{name} ({_short(filename)}:{line})", f"{row[2] / total:.1%}", str(row[1])]
         for (filename, line, name), row in rows[:count]
     ]
 
@@ -97,6 +112,7 @@ def report(label: str, call: Callable[[int], object], times: int, per: int, top:
         ["part (innermost frame)", "share"],
         [[part, f"{own / total:.1%}"] for part, own in by_part.most_common()],
     )
+    print_table(["other Python, by file", "share"], other_files(stats, 8))
     print_table(["function (self time)", "share", "calls"], top_functions(stats, top))
 
 
