@@ -17,8 +17,10 @@ timeout is BUSY, an exclusion violation a conflict) and never shows the bound va
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection
@@ -69,3 +71,26 @@ def pipeline(
             connection_invalidated=driver.closed,
             dialect=connection.dialect,
         ) from None
+
+
+_NAMED = re.compile(r"%\((\w+)\)s")
+
+
+@cache
+def _numbered(sql: str) -> tuple[str, tuple[str, ...]]:
+    names: list[str] = []
+
+    def number(match: re.Match[str]) -> str:
+        if match[1] not in names:
+            names.append(match[1])
+        return f"${names.index(match[1]) + 1}"
+
+    return _NAMED.sub(number, sql), tuple(names)
+
+
+def numbered(sql: str, params: Mapping[str, Any]) -> tuple[str, list[Any]]:
+    """`sql` in `%(name)s` placeholders as the server's own `$n` and its values in order, for
+    psycopg's raw cursor, which converts no query: psycopg's own conversion of the named
+    placeholders, each execution, was a tenth of a put's client CPU."""
+    raw, names = _numbered(sql)
+    return raw, [params[name] for name in names]

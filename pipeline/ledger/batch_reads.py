@@ -67,6 +67,7 @@ _KEYS_USED = KeyedQuery.of(IdempotencyRow, ("tenant_id", "key"))
 def _pipelined(
     unit: Unit, locks: Locks, keyed: Collection[tuple[str, str]], keys: Collection[SlotKey]
 ) -> tuple[Used, dict[SlotKey, SlotState]]:
+    import psycopg
     from psycopg.rows import dict_row
 
     connection = unit.session.connection()
@@ -86,9 +87,9 @@ def _pipelined(
     ]
     # The transaction's BEGIN goes in the same round trip when this opens it (`pipelined`).
     with pipelined.pipeline(connection, "the locks and reads of a batch") as driver:
-        cursors = [driver.cursor(row_factory=dict_row) for _ in statements]
+        cursors = [psycopg.RawCursor(driver, row_factory=dict_row) for _ in statements]
         for cursor, (sql, params) in zip(cursors, statements, strict=True):
-            cursor.execute(sql, params)
+            cursor.execute(*pipelined.numbered(sql, params))
     results = [cursor.fetchall() for cursor in cursors]
     claims, facts = results[-2:]
     stored_keys = results[-3] if keyed else []
