@@ -24,7 +24,7 @@ from sqlalchemy import Connection, Dialect, FromClause, TypeDecorator, insert
 from sqlalchemy.orm import Session
 
 from pipeline.db import pipelined
-from pipeline.db.base import JsonColumn
+from pipeline.db.base import JsonColumn, JsonText
 from pipeline.db.models import Base
 
 _PENDING = "sgam_pending_inserts"
@@ -79,17 +79,6 @@ def _raw(driver: Any, statement: str, values: list[Any]) -> None:
     psycopg.RawCursor(driver).execute(statement, values)
 
 
-class JsonText:
-    """A JSON value whose canonical text is made already (a decision's payload, hashed from
-    that text): PostgreSQL is sent the text instead of a second encoding of the value."""
-
-    __slots__ = ("text", "value")
-
-    def __init__(self, value: Any, text: str) -> None:
-        self.value = value
-        self.text = text
-
-
 def insert_rows(session: Session, table: type[Base], rows: Rows) -> None:
     if not rows:
         return
@@ -97,14 +86,7 @@ def insert_rows(session: Session, table: type[Base], rows: Rows) -> None:
     if _PENDING in session.info:
         session.info[_PENDING].append((table, rows))
     else:
-        session.connection().execute(insert(table), _values(rows))
-
-
-def _values(rows: Rows) -> Rows:
-    """The rows as SQLAlchemy's INSERT takes them: a JsonText as its value."""
-    return [
-        {name: v.value if isinstance(v, JsonText) else v for name, v in row.items()} for row in rows
-    ]
+        session.connection().execute(insert(table), rows)
 
 
 def check_columns(table: FromClause, rows: Rows) -> None:
@@ -131,7 +113,7 @@ def _insert(session: Session, queued: list[tuple[type[Base], Rows]], flush: Flus
     if connection.dialect.name != "postgresql":
         assert not flush.first, "statements run first are Postgres statements"
         for table, rows in pending:
-            connection.execute(insert(table), _values(rows))
+            connection.execute(insert(table), rows)  # a JsonText binds as its value
         return
     total = sum(len(rows) for _, rows in pending)
     if total > _COMBINED_ROWS:
