@@ -73,7 +73,7 @@ def profiled(call: Callable[[int], object], times: int) -> tuple[pstats.Stats, f
 
 def shares(stats: pstats.Stats) -> Counter[str]:
     by_part: Counter[str] = Counter()
-    for (filename, _line, name), row in stats.stats.items():  # type: ignore[attr-defined]
+    for (filename, _line, _name), row in stats.stats.items():  # type: ignore[attr-defined]
         own = row[2]
         by_part["builtins (C)" if filename == "~" else part_of(filename)] += own
     return by_part
