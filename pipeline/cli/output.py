@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import sys
-import textwrap
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -35,7 +34,8 @@ def json_array() -> Iterator[Callable[[Any], None]]:
     def add(item: Any) -> None:
         nonlocal count
         text = json.dumps(plain(item), ensure_ascii=False, indent=2)
-        sys.stdout.write(("[\n" if count == 0 else ",\n") + textwrap.indent(text, "  "))
+        # Indented by two more spaces, as textwrap.indent would (JSON has no blank lines).
+        sys.stdout.write(("[\n  " if count == 0 else ",\n  ") + text.replace("\n", "\n  "))
         sys.stdout.flush()
         count += 1
 

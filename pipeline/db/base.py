@@ -72,12 +72,27 @@ class UtcDateTime(TypeDecorator[datetime]):
         return value.astimezone(UTC)
 
 
+class JsonText:
+    """A JSON value whose canonical text is made already (a decision's payload, hashed from
+    that text): PostgreSQL's COPY and raw INSERT (`inserts`) are sent the text instead of a
+    second encoding of the value; through SQLAlchemy it binds as its value."""
+
+    __slots__ = ("text", "value")
+
+    def __init__(self, value: Any, text: str) -> None:
+        self.value = value
+        self.text = text
+
+
 class JsonColumn(TypeDecorator[Any]):
     """JSONB on Postgres, JSON text on SQLite. The Postgres dialect is imported only when a
     Postgres database is used, which keeps the embedded store's start-up cheap."""
 
     impl = JSON()
     cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        return value.value if isinstance(value, JsonText) else value
 
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         if dialect.name == "postgresql":

@@ -5,49 +5,78 @@ flushed once at its end: on Postgres, a few rows as a single statement (data-mod
 which saves two round trips per put, and many by one COPY per table; SQLite runs them table
 by table. Outside a batch every insert runs at once.
 A batch only queues inserts that nothing in it reads back, so the order of work is unchanged.
+
+On Postgres a batch may also queue statements to run before its inserts (`first`: the closes
+of the versions its inserts replace), and a caller that commits as soon as the batch ends may
+say so (`Flush.commit`): the few-rows case then sends the statements first, the INSERT and the
+COMMIT in one pipeline, one round trip where there were three.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from functools import cache, partial
 from typing import Any
 
 from sqlalchemy import Connection, Dialect, FromClause, TypeDecorator, insert
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from pipeline.db.base import JsonColumn
+from pipeline.db import pipelined
+from pipeline.db.base import JsonColumn, JsonText
 from pipeline.db.models import Base
 
 _PENDING = "sgam_pending_inserts"
+_FIRST = "sgam_pending_flush"
 # Up to this many rows go out as one combined statement (a put's few rows); more would make a
 # statement too large to compile once and cache (and past 65,535 parameters, too large to send).
 _COMBINED_ROWS = 16
 Rows = list[dict[str, Any]]
 
 
+@dataclass
+class Flush:
+    """What a batch sends at its end besides its inserts."""
+
+    # Raw statements (`$n` placeholders) and their values, run before the inserts (Postgres).
+    first: list[tuple[str, list[Any]]] = field(default_factory=list)
+    # The caller commits once the batch ends: the COMMIT may go with the inserts.
+    commit: bool = False
+
+
 @contextmanager
-def batch(session: Session) -> Iterator[None]:
+def batch(session: Session) -> Iterator[Flush]:
+    flush = Flush()
     session.info[_PENDING] = []
+    session.info[_FIRST] = flush
     try:
-        yield
+        yield flush
         queued: list[tuple[type[Base], Rows]] = session.info.pop(_PENDING)
-        _insert(session, queued)
+        _insert(session, queued, flush)
     finally:
         session.info.pop(_PENDING, None)
+        session.info.pop(_FIRST, None)
 
 
-class JsonText:
-    """A JSON value whose canonical text is made already (a decision's payload, hashed from
-    that text): PostgreSQL is sent the text instead of a second encoding of the value."""
+def first(session: Session, statement: str, values: list[Any]) -> None:
+    """Run a raw Postgres statement (`$n` placeholders) before the batch's inserts, in their
+    round trip; outside a batch, at once."""
+    flush: Flush | None = session.info.get(_FIRST)
+    if flush is not None:
+        flush.first.append((statement, values))
+        return
+    with pipelined.pipeline(session.connection(), statement) as driver:
+        _raw(driver, statement, values)
 
-    __slots__ = ("text", "value")
 
-    def __init__(self, value: Any, text: str) -> None:
-        self.value = value
-        self.text = text
+def _raw(driver: Any, statement: str, values: list[Any]) -> None:
+    """`statement` (in `$n` placeholders) by psycopg's raw cursor: psycopg parses a statement
+    of more than 50 parameters for its `%s` again on every execution (about 0.1 ms of client
+    CPU for a put's), a raw one not at all."""
+    import psycopg
+
+    psycopg.RawCursor(driver).execute(statement, values)
 
 
 def insert_rows(session: Session, table: type[Base], rows: Rows) -> None:
@@ -57,14 +86,7 @@ def insert_rows(session: Session, table: type[Base], rows: Rows) -> None:
     if _PENDING in session.info:
         session.info[_PENDING].append((table, rows))
     else:
-        session.connection().execute(insert(table), _values(rows))
-
-
-def _values(rows: Rows) -> Rows:
-    """The rows as SQLAlchemy's INSERT takes them: a JsonText as its value."""
-    return [
-        {name: v.value if isinstance(v, JsonText) else v for name, v in row.items()} for row in rows
-    ]
+        session.connection().execute(insert(table), rows)
 
 
 def check_columns(table: FromClause, rows: Rows) -> None:
@@ -80,7 +102,7 @@ def _columns(table: FromClause) -> frozenset[str]:
     return frozenset(column.name for column in table.columns)
 
 
-def _insert(session: Session, queued: list[tuple[type[Base], Rows]]) -> None:
+def _insert(session: Session, queued: list[tuple[type[Base], Rows]], flush: Flush) -> None:
     # Each table's rows in queue order: the order of the CTEs themselves is up to Postgres,
     # the order of rows within one INSERT or COPY (and so of event ids) is not.
     by_table: dict[type[Base], Rows] = {}
@@ -88,14 +110,21 @@ def _insert(session: Session, queued: list[tuple[type[Base], Rows]]) -> None:
         by_table.setdefault(table, []).extend(rows)
     pending = list(by_table.items())
     connection = session.connection()
+    if connection.dialect.name != "postgresql":
+        assert not flush.first, "statements run first are Postgres statements"
+        for table, rows in pending:
+            connection.execute(insert(table), rows)  # a JsonText binds as its value
+        return
     total = sum(len(rows) for _, rows in pending)
-    if connection.dialect.name == "postgresql" and total > _COMBINED_ROWS:
+    if total > _COMBINED_ROWS:
+        if flush.first:
+            with pipelined.pipeline(connection, "the statements before a COPY") as driver:
+                for statement, values in flush.first:
+                    _raw(driver, statement, values)
         for table, rows in pending:
             _copy(connection, table, rows)
         return
-    if connection.dialect.name != "postgresql" or len(pending) <= 1:
-        for table, rows in pending:
-            connection.execute(insert(table), _values(rows))
+    if not pending and not flush.first:
         return
     shape = tuple((table, len(rows), tuple(rows[0])) for table, rows in pending)
     values = [
@@ -104,32 +133,12 @@ def _insert(session: Session, queued: list[tuple[type[Base], Rows]]) -> None:
         for row in rows
         for value in _bound(connection, table, row).values()
     ]
-    _execute_raw(connection, _combined(shape), values)
-
-
-def _execute_raw(connection: Connection, statement: str, values: list[Any]) -> None:
-    """`statement` (in `$n` placeholders) by psycopg's raw cursor: psycopg parses a statement
-    of more than 50 parameters for its `%s` again on every execution (about 0.1 ms of client
-    CPU for a put's), a raw one not at all. Errors are raised as SQLAlchemy would raise them."""
-    import psycopg
-
-    driver = connection.connection.driver_connection
-    assert driver is not None, "a connection in a transaction has its driver connection"
-    try:
-        with psycopg.RawCursor(driver) as cursor:
-            cursor.execute(statement, values)
-    except psycopg.Error as error:
-        # As SQLAlchemy would raise it, so the store classifies it (a lock timeout is BUSY,
-        # an exclusion violation a conflict) and never shows the bound values.
-        raise DBAPIError.instance(
-            statement,
-            None,
-            error,
-            psycopg.Error,
-            hide_parameters=True,
-            connection_invalidated=driver.closed,
-            dialect=connection.dialect,
-        ) from None
+    statement = _combined(shape) if pending else ""
+    with pipelined.pipeline(connection, statement, commit=flush.commit) as driver:
+        for before, before_values in flush.first:
+            _raw(driver, before, before_values)
+        if pending:
+            _raw(driver, statement, values)
 
 
 def _bound(connection: Connection, table: type[Base], row: dict[str, Any]) -> dict[str, Any]:
@@ -198,5 +207,7 @@ def _combined(shape: tuple[tuple[type[Base], int, tuple[str, ...]], ...]) -> str
             f"INSERT INTO {table.__tablename__} ({', '.join(columns)}) VALUES {', '.join(rows)}"
         )
     *earlier, last = parts
+    if not earlier:
+        return last
     ctes = ", ".join(f"write_{n} AS ({part})" for n, part in enumerate(earlier))
     return f"WITH {ctes} {last}"

@@ -45,7 +45,9 @@ def put(store: Store, command: Command) -> PutResult:
     """Write one fact in a transaction of its own. Raises InvalidInput, FactConflict,
     TrustRejected, VersionConflict or IdempotencyConflict."""
     command = parse(PutFact, command)
-    outcome = _committed(store, store.run(lambda unit: (write_fact(unit, command), unit.written)))
+    outcome = _committed(
+        store, store.run(lambda unit: (_written_alone(unit, command), unit.written))
+    )
     if isinstance(outcome, ConflictError):  # the refusal is committed: its decision is logged
         raise outcome
     return outcome
@@ -55,7 +57,16 @@ def write_fact(unit: Unit, command: Command) -> PutResult | ConflictError:
     """Write one fact in the caller's unit of work. A refusal (conflict, lower trust, stale
     version) is logged and returned; invalid input or a reused idempotency key raises before
     any write."""
-    (outcome,) = write_many(unit, [parse(PutFact, command)])
+    return _raised(write_many(unit, [parse(PutFact, command)]))
+
+
+def _written_alone(unit: Unit, command: PutFact) -> PutResult | ConflictError:
+    """`write_fact` in a unit that commits as soon as it returns (`put`)."""
+    return _raised(write_many(unit, [command], commits=True))
+
+
+def _raised(outcomes: list[PutOutcome]) -> PutResult | ConflictError:
+    (outcome,) = outcomes
     if isinstance(outcome, InvalidInput | IdempotencyConflict | NotFound):
         raise outcome
     return outcome
@@ -76,7 +87,7 @@ def put_many(
 
 
 def _with_written(unit: Unit, commands: list[Command]) -> tuple[list[PutOutcome], Written]:
-    return write_many(unit, commands), unit.written
+    return write_many(unit, commands, commits=True), unit.written
 
 
 def _committed(store: Store, done: tuple[T, Written]) -> T:
@@ -87,18 +98,24 @@ def _committed(store: Store, done: tuple[T, Written]) -> T:
     return answer
 
 
-def write_many(unit: Unit, commands: Iterable[Command]) -> list[PutOutcome]:
-    """`put_many` in the caller's unit of work, all commands in it."""
+def write_many(
+    unit: Unit, commands: Iterable[Command], *, commits: bool = False
+) -> list[PutOutcome]:
+    """`put_many` in the caller's unit of work, all commands in it. `commits`: the unit is
+    committed as soon as this returns (`put`, `put_many`), so on PostgreSQL the COMMIT may go
+    in the round trip of the inserts (`inserts.Flush`)."""
     parsed = [_parsed(command) for command in commands]
     valid = [command for command in parsed if isinstance(command, PutFact)]
     if not valid:
         return [command for command in parsed if not isinstance(command, PutFact)]
     batch = _Batch(unit, valid)
-    with inserts.batch(unit.session):
+    with inserts.batch(unit.session) as flush:
         outcomes = [
             batch.write(command) if isinstance(command, PutFact) else command for command in parsed
         ]
         batch.pending.close_replaced()
+        # Never when an outcome is to be raised: `put` raises it, and the unit rolls back.
+        flush.commit = commits and all(isinstance(o, PutResult | ConflictError) for o in outcomes)
     return outcomes
 
 

@@ -1,7 +1,8 @@
 """What a batch reads before it decides: its locks, the idempotency keys it names and every
 slot of its keys.
 
-On PostgreSQL all of it goes to the server as one pipeline, in one round trip: the server still
+On PostgreSQL all of it goes to the server as one pipeline, in one round trip (with the
+transaction's BEGIN when it is the first work of its transaction, as in `put`): the server still
 runs the statements one after the other, and in READ COMMITTED each statement takes its
 snapshot when it starts, after the lock statement before it has returned, so the reads see
 every write committed by whoever held a lock first. (One statement that locks and reads could
@@ -19,8 +20,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import Dialect, TypeDecorator
-from sqlalchemy.exc import DBAPIError
 
+from pipeline.db import pipelined
 from pipeline.db.backends import LOCK_ALL_SQL, LockName, lock_params
 from pipeline.db.base import Base
 from pipeline.db.keyed import KeyedQuery
@@ -71,8 +72,6 @@ def _pipelined(
 
     connection = unit.session.connection()
     dialect = connection.dialect
-    driver = connection.connection.driver_connection
-    assert driver is not None, "a connection in a transaction has its driver connection"
     arrays = {name: [getattr(key, name) for key in keys] for name in KEY_FIELDS}
     statements: list[tuple[str, dict[str, Any]]] = []
     if locks.idempotency:
@@ -86,24 +85,12 @@ def _pipelined(
         (CLAIMS_OF_KEYS.driver_sql(dialect), arrays),
         (CURRENT_OF_KEYS.driver_sql(dialect), arrays),
     ]
-    try:
-        with driver.pipeline():
-            cursors = [driver.cursor(row_factory=dict_row) for _ in statements]
-            for cursor, (sql, params) in zip(cursors, statements, strict=True):
-                cursor.execute(sql, params)
-        results = [cursor.fetchall() for cursor in cursors]
-    except psycopg.Error as error:
-        # As SQLAlchemy would raise it, so the store classifies it (a lock timeout is BUSY)
-        # and never shows the bound values.
-        raise DBAPIError.instance(
-            "the locks and reads of a batch",
-            None,
-            error,
-            psycopg.Error,
-            hide_parameters=True,
-            connection_invalidated=driver.closed,
-            dialect=dialect,
-        ) from None
+    # The transaction's BEGIN goes in the same round trip when this opens it (`pipelined`).
+    with pipelined.pipeline(connection, "the locks and reads of a batch") as driver:
+        cursors = [psycopg.RawCursor(driver, row_factory=dict_row) for _ in statements]
+        for cursor, (sql, params) in zip(cursors, statements, strict=True):
+            cursor.execute(*pipelined.numbered(sql, params))
+    results = [cursor.fetchall() for cursor in cursors]
     claims, facts = results[-2:]
     stored_keys = results[-3] if keyed else []
     used = {(r.tenant_id, r.key): r for r in _loaded(IdempotencyRow, dialect, stored_keys)}

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from pipeline.db import inserts
+from pipeline.db.base import JsonText
 from pipeline.db.models import EventRow
 from pipeline.db.unit import Unit
 from schemas.event_kinds import PAYLOADS
@@ -63,7 +64,7 @@ def record(
         "occurred_at": occurred_at,
         "idempotency_key": idempotency_key,
         "fact_ids": fact_ids or [],
-        "command": inserts.JsonText(command, command_text) if command is not None else None,
+        "command": JsonText(command, command_text) if command is not None else None,
         "content_hash": _hash(digest_text(kind, fact_ids or [], command_text)),
         "reason": reason,
         "episode_id": unit.provenance.get("episode_id"),

@@ -3,9 +3,10 @@
 A batch decides every command from slot state read once, so what one command writes must be
 visible to the next in memory: each new fact version replaces its predecessor in the slot state
 at once, and a version replaced again within the same batch is inserted already closed. The
-closes of versions stored before the batch go out as one UPDATE, before the queued inserts
-(`inserts.batch`), so the database never sees two open versions of a fact. Every version
-inserted is noted in the unit's `Written`, for what is made after the commit (vectors).
+closes of versions stored before the batch go out before the queued inserts, so the database
+never sees two open versions of a fact: on PostgreSQL as one UPDATE of all of them (one array
+per column) in the inserts' own round trip (`inserts.first`), on SQLite one per version. Every
+version inserted is noted in the unit's `Written`, for what is made after the commit (vectors).
 """
 
 from __future__ import annotations
@@ -14,13 +15,27 @@ from datetime import datetime
 from types import SimpleNamespace
 from typing import Any
 
+from sqlalchemy import Dialect
 from sqlalchemy.orm import Session
 
 from pipeline.db import inserts
+from pipeline.db.base import UtcDateTime
 from pipeline.db.models import ClaimRow, FactRow
 from pipeline.db.unit import Written
 from pipeline.ledger.slots import SlotState
 from pipeline.ledger.versions import CLOSE_VERSION, Change
+
+# Closes the current version of each fact named, one array per column (PostgreSQL).
+_CLOSE_ALL = (
+    "UPDATE facts SET superseded_at = closes.closed_at"
+    " FROM unnest($1::text[], $2::timestamptz[]) AS closes(fact_id, closed_at)"
+    " WHERE facts.fact_id = closes.fact_id AND facts.superseded_at IS NULL"
+)
+_UTC = UtcDateTime()
+
+
+def _utc(moment: datetime, dialect: Dialect) -> Any:
+    return _UTC.process_bind_param(moment, dialect)
 
 
 class PendingWrites:
@@ -47,9 +62,16 @@ class PendingWrites:
             self._queue(state, dict(change.after))
 
     def close_replaced(self) -> None:
-        if self._closes:
-            self.session.connection().execute(CLOSE_VERSION, self._closes)
-            self._closes = []
+        if not self._closes:
+            return
+        connection = self.session.connection()
+        if connection.dialect.name == "postgresql":
+            ids = [close["closed_id"] for close in self._closes]
+            moments = [_utc(close["closed_at"], connection.dialect) for close in self._closes]
+            inserts.first(self.session, _CLOSE_ALL, [ids, moments])
+        else:
+            connection.execute(CLOSE_VERSION, self._closes)
+        self._closes = []
 
     def _close(self, fact_id: str, now: datetime) -> None:
         queued = self._queued.get(fact_id)

@@ -48,10 +48,10 @@ class Fingerprint:
         named = {"operation": kind} if kind is not None else {}
         content = _KEY_AND_CONTENT | _EPISODE_CONTENT if kind is not None else _KEY_AND_CONTENT
         left_out = {"idempotency_key", *ignored}
-        return cls(
-            digest=content_hash(named | command.model_dump(mode="json", exclude=left_out)),
-            shape=content_hash(named | command.model_dump(mode="json", exclude=content | left_out)),
-        )
+        fields = named | command.model_dump(mode="json", exclude=left_out)
+        # The shape is the same dump less the content fields (top-level names): one dump.
+        shape = {name: value for name, value in fields.items() if name not in content}
+        return cls(digest=content_hash(fields), shape=content_hash(shape))
 
 
 class StoredKey(Protocol):

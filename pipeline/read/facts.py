@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy import Select, bindparam, or_, select
 
 from pipeline.catalog.names import unknown_attribute
+from pipeline.db import driver_reads
 from pipeline.db.models import FACT_COLUMNS, FactRow
 from pipeline.db.store import Store
 from pipeline.validation import parse
@@ -70,6 +71,10 @@ def _facts(store: Store, shape: str, query: FactQuery, **moments: datetime) -> l
         | moments
     )
     with store.reading() as connection:
+        if store.is_postgres:  # by the driver itself: a third of a get's CPU was SQLAlchemy's
+            return [
+                Fact.model_validate(r) for r in driver_reads.rows(connection, statement, params)
+            ]
         return [Fact.model_validate(row._mapping) for row in connection.execute(statement, params)]
 
 
