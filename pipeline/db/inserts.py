@@ -5,6 +5,9 @@ flushed once at its end: on Postgres, a few rows as a single statement (data-mod
 which saves two round trips per put, and many by one COPY per table; SQLite runs them table
 by table. Outside a batch every insert runs at once.
 A batch only queues inserts that nothing in it reads back, so the order of work is unchanged.
+
+It is the one door every fact version goes in by: the versions are noted in the unit's
+`Written` here (for the store's after-commit hooks), whichever writer inserts them.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from pipeline.db.base import JsonColumn
-from pipeline.db.models import Base
+from pipeline.db.models import Base, FactRow
+from pipeline.db.unit import WRITTEN, Written
 
 _PENDING = "sgam_pending_inserts"
 # Up to this many rows go out as one combined statement (a put's few rows); more would make a
@@ -54,6 +58,9 @@ def insert_rows(session: Session, table: type[Base], rows: Rows) -> None:
     if not rows:
         return
     check_columns(table.__table__, rows)
+    written: Written | None = session.info.get(WRITTEN)
+    if written is not None and table is FactRow:
+        written.inserted(rows)
     if _PENDING in session.info:
         session.info[_PENDING].append((table, rows))
     else:
