@@ -99,15 +99,17 @@ def candidates(request: Request, subject: str | None = None) -> Response:
 @router.post("/candidates/{candidate_id}/{verb}")
 async def decide(request: Request, candidate_id: str, verb: str) -> Response:
     key = signed_in(request)
-    await posted(request)
+    fields = await posted(request)
     need(key, "reviewer")
     if verb not in ("confirm", "reject"):
         raise pipeline.NotFound(f"no action {verb}")
     store = render.store_of(request)
     candidate_id = identifier("candidate_id", candidate_id)
+    # The button's own key: the same form sent again answers the first decision again.
+    idempotency = fields.get(render.IDEMPOTENCY_FIELD) or None
 
     def work() -> None:
-        operations.decide(store, key, verb, candidate_id)  # type: ignore[arg-type]
+        operations.decide(store, key, verb, candidate_id, idempotency=idempotency)  # type: ignore[arg-type]
 
     await run_in_threadpool(work)
     done = "confirmed" if verb == "confirm" else "rejected"

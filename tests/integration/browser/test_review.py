@@ -99,6 +99,49 @@ def test_rejecting_a_candidate_drops_it(page: Page, server: Server, keys: Keys) 
     assert [e["actor"] for e in rejections] == [key_id(reviewer)]
 
 
+def test_a_decision_sent_twice_from_one_button_is_decided_once(
+    page: Page, server: Server, keys: Keys
+) -> None:
+    """Each button carries an Idempotency-Key of its own, drawn with the page: the same form
+    sent again (a double click, a resend) answers the first decision again; without its key a
+    second confirm is refused, the candidate decided already."""
+    writer, reviewer = keys("writer"), keys("reviewer")
+    ingest(server, writer, episode_body("Please contact me by email.", session_id="chat-1"))
+    sign_in(page, reviewer)
+    card = page.get_by_role("article").filter(has_text="contact_channel")
+    drawn = card.locator("input[name=idempotency_key]")
+    expect(drawn).to_have_count(2)  # Confirm and Reject, a key each
+    keys_drawn = [drawn.nth(n).get_attribute("value") or "" for n in range(2)]
+    assert len(set(keys_drawn)) == 2
+    assert all(re.fullmatch(r"ui-[0-9a-f]{32}", drawn_key) for drawn_key in keys_drawn)
+    form = card.locator("form").filter(has=page.get_by_role("button", name="Confirm"))
+    action = form.get_attribute("action")
+    assert action is not None
+    hidden = form.locator("input[type=hidden]")
+    fields = {
+        hidden.nth(n).get_attribute("name") or "": hidden.nth(n).get_attribute("value") or ""
+        for n in range(hidden.count())
+    }
+    assert set(fields) == {"csrf_token", "idempotency_key"}
+
+    card.get_by_role("button", name="Confirm").click()
+    expect(page.get_by_role("status")).to_have_text(
+        "Confirmed: contact_channel = email (subject mira)."
+    )
+    again = page.request.post(action, form=fields)  # the same click sent once more
+    assert again.ok, again.status
+    assert "Confirmed: contact_channel = email (subject mira)." in again.text()
+    unkeyed = page.request.post(action, form={"csrf_token": fields["csrf_token"]})
+    assert unkeyed.status == 409  # no key: a second confirm of a decided candidate
+
+    confirmed = [e for e in log_of(server, reviewer) if e["kind"] == "candidate_confirmed"]
+    assert [e["actor"] for e in confirmed] == [key_id(reviewer)]  # decided once
+    with server.client(reviewer) as api:
+        facts = api.get("/v1/subjects/mira/facts").json()
+    assert [f["value"] for f in facts] == ["email"]
+    screenshot(page, "candidate-confirmed-once")
+
+
 def test_promoting_a_quarantined_fact_releases_it(page: Page, server: Server, keys: Keys) -> None:
     writer, reviewer = keys("writer"), keys("reviewer")
     (episode_id,) = ingest(
