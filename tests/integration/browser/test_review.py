@@ -130,7 +130,10 @@ def test_a_decision_sent_twice_from_one_button_is_decided_once(
     )
     again = page.request.post(action, form=fields)  # the same click sent once more
     assert again.ok, again.status
-    assert "Confirmed: contact_channel = email (subject mira)." in again.text()
+    page.goto(again.url)  # where it sent the browser back to: the first answer's notice
+    expect(page.get_by_role("status")).to_have_text(
+        "Confirmed: contact_channel = email (subject mira)."
+    )
     unkeyed = page.request.post(action, form={"csrf_token": fields["csrf_token"]})
     assert unkeyed.status == 409  # no key: a second confirm of a decided candidate
 
