@@ -714,7 +714,8 @@ def test_a_consolidation_gets_the_vectors_of_its_promotions_and_expiries(
             pipeline.ingest(strict, said)
         due = _expiring(strict, attribute="employer", value="Initech")
     finally:
-        strict.dispose()
+        assert flush()  # its vectors made before its engine is disposed (else the thread
+        strict.dispose()  # opens connections on it that no one closes)
     relaxed = open_store(isolated_settings(database_url=database_url, **arm))
     try:
         assert flush()
