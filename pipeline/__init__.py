@@ -7,6 +7,8 @@ stays cheap; `__all__` lists everything public. Extraction lives in its own name
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import datetime
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
@@ -48,7 +50,7 @@ if TYPE_CHECKING:
     )
     from pipeline.buffer.review import confirm, list_candidates, reject
     from pipeline.consolidation import Report, consolidate
-    from pipeline.db.store import Store, open_store
+    from pipeline.db.store import Store
     from pipeline.db.unit import Unit
     from pipeline.episodes.drive import retry, retry_episode, sweep
     from pipeline.episodes.intake import ingest
@@ -73,6 +75,7 @@ if TYPE_CHECKING:
     from pipeline.read.state import KeyQuery, state_tag
     from pipeline.rebuild import ReplayReport, replay
     from pipeline.settings import Settings, load_settings
+    from schemas.catalog import Catalog
     from schemas.results import (
         CatalogProblem,
         Decided,
@@ -127,7 +130,6 @@ _LAZY = {
     "CatalogProblem": "schemas.results",
     "check_catalog": "pipeline.read.catalog_check",
     "Store": "pipeline.db.store",
-    "open_store": "pipeline.db.store",
     "Unit": "pipeline.db.unit",
     "LlmClient": "pipeline.extract.llm",
     "ExtractionResult": "pipeline.extract.result",
@@ -166,6 +168,21 @@ _LAZY = {
     "Settings": "pipeline.settings",
     "load_settings": "pipeline.settings",
 }
+
+
+def open_store(
+    settings: Settings | None = None,
+    clock: Callable[[], datetime] | None = None,
+    catalog: Catalog | None = None,
+) -> Store:
+    """A store on `settings` (default: the SGAM_* environment), its schema checked, with what
+    runs after each of its units of work commits: the embedding arm's vectors of the rows the
+    unit wrote, made in the background (`pipeline.embedding.after_commit`; nothing while the
+    arm is off). The command line, the HTTP app and the workers open theirs here too."""
+    from pipeline.db import store
+    from pipeline.embedding import after_commit
+
+    return store.open_store(settings, clock or store.utc_now, catalog, after_commit=[after_commit])
 
 
 def __getattr__(name: str) -> Any:

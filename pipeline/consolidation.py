@@ -22,6 +22,7 @@ from pipeline.buffer.rules import stale
 from pipeline.db.models import CandidateRow, EpisodeRow, EventRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
+from pipeline.embedding import settle
 from pipeline.embedding.vectors import fill_quietly
 from pipeline.episodes.stage import EpisodeKey, drive, observe_consolidation, sweep
 from pipeline.errors import InvalidInput
@@ -101,7 +102,10 @@ def consolidate(
     pending, stuck, _ = sweep(store, now=now, tenant_id=tenant)
     report.requeued = pending + stuck
     _done(step, "requeued")
-    # The embedding arm's backfill (a no-op when it is off): vectors the writes left missing.
+    # The promotions' and expiries' vectors were queued as they committed (the store's
+    # after-commit hook): made first, then the embedding arm's backfill (a no-op when it is
+    # off), the vectors earlier writes left missing, each row embedded once.
+    settle()
     embedded = fill_quietly(store, None if tenant is None else [tenant])
     report.recorded = store.run(lambda unit: _record(unit, report, command.actor))
     decisions = {

@@ -5,7 +5,8 @@ the rules found nothing), and the policy applies with the user's own trust (`use
 no recurrence buffer, and a value waiting in the buffer is confirmed. When the model fails or
 misses SGAM_HOT_PATH_DEADLINE_MS, the episode moves to the background lane and the answer says
 `deferred`: nothing is lost. A forget of the subject that wins the race is NotFound. What it
-wrote gets its vectors in the background (`pipeline.embedding.after_commit`), unwaited for.
+wrote gets its vectors in the background, unwaited for, as every committed unit's rows do
+(`Store.run`'s after-commit hooks).
 
 It uses the episode stage through its seam (`pipeline/episodes/stage.py`) and its idempotency
 key through the keyed-operation step (`pipeline/ledger/idempotency.py: KeyedStep`).
@@ -20,8 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from pipeline.db.store import Store
-from pipeline.db.unit import Unit, Written
-from pipeline.embedding import after_commit
+from pipeline.db.unit import Unit
 from pipeline.episodes.stage import (
     Claimed,
     Remembered,
@@ -113,9 +113,8 @@ def _remember(
         decided = store.run(lambda unit: _decided(unit, keyed, row, claimed, found))
         if decided is None:
             return earlier(store, request, claimed.key[1])
-        answer, decisions, written = decided
+        answer, decisions = decided
         if not answer.replayed:
-            after_commit(store, written)
             observe_remembered(claimed, "done", decisions, started)
         return answer
     # The rules found nothing and a model is configured: commit the episode first, under a
@@ -137,7 +136,7 @@ def _remember(
             return _kept(store, keyed, defer(store, claimed.key))
         if not isinstance(result, ExtractionResult):
             raise result
-        finished = decide_and_finish(store, [claimed], {claimed.key: result}, embed=True)
+        finished = decide_and_finish(store, [claimed], {claimed.key: result})
         outcome = finished[claimed.key]
         if outcome.forgotten:
             raise NotFound(outcome.error or f"subject {request.subject} was forgotten")
@@ -150,18 +149,18 @@ def _remember(
 
 def _decided(
     unit: Unit, keyed: Keyed, row: dict[str, Any], claimed: Claimed, result: ExtractionResult
-) -> tuple[Remembered, list[Decision], Written] | None:
-    """The episode, done, its decisions and the answer kept under the idempotency key, and
-    what it wrote; the first answer for a key used since; None for an episode id taken."""
+) -> tuple[Remembered, list[Decision]] | None:
+    """The episode, done, its decisions and the answer kept under the idempotency key; the
+    first answer for a key used since; None for an episode id taken."""
     answered = keyed.replayed(unit)
     if answered is not None:
-        return answered, [], unit.written
+        return answered, []
     decisions = finish_new(unit, row, claimed, result)
     if decisions is None:
         return None
     answer = answer_of(claimed.key[1], result, decisions)
     keyed.keep(unit, answer)
-    return answer, decisions, unit.written
+    return answer, decisions
 
 
 def _reserve(unit: Unit, keyed: Keyed, row: dict[str, Any]) -> bool:

@@ -3,7 +3,9 @@
 Every replayable event carries the resolved command with the ids and clock it was applied
 with, so applying them in log order into an empty database reproduces claims, facts and the
 recurrence buffer exactly. The log itself and the episodes are copied along, so the rebuilt
-database can be replayed again and still shows where every fact came from.
+database can be replayed again and still shows where every fact came from. The target's
+after-commit hooks (the embedding arm's, `sgam replay`) get every fact version and processed
+episode the one transaction wrote.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from pipeline.ledger.log import EVENT_COLUMNS
 from pipeline.ledger.promote import apply_promotion
 from pipeline.ledger.write import store_claim
 from schemas.event_kinds import parse_payload
-from schemas.lifecycle import EventKind
+from schemas.lifecycle import EpisodeStatus, EventKind
 
 Apply = Callable[[Unit, Any], object]
 
@@ -142,7 +144,11 @@ def _copy_episodes(source: Store, unit: Unit) -> None:
     the rebuilt database can show where every fact came from."""
     with source.reading() as connection:
         for chunk in connection.execute(select(EPISODES)).partitions(BATCH):
-            unit.session.execute(insert(EPISODES), [dict(row._mapping) for row in chunk])
+            rows = [dict(row._mapping) for row in chunk]
+            unit.session.execute(insert(EPISODES), rows)
+            for row in rows:  # what a processed episode is, for the after-commit hooks
+                if row["status"] == EpisodeStatus.DONE:
+                    unit.written.episode(row["tenant_id"], row["episode_id"])
 
 
 def _batches(source: Store) -> Iterator[list[dict[str, Any]]]:

@@ -7,8 +7,9 @@ from functools import cache
 
 from celery import Task
 
+from pipeline import open_store
 from pipeline.consolidation import consolidate as consolidate_all
-from pipeline.db.store import Store, open_store
+from pipeline.db.store import Store
 from pipeline.episodes.dispatch import (
     CONSOLIDATE_TASK,
     EXTRACT_QUEUE,

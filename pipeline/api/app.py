@@ -23,6 +23,7 @@ from fastapi.responses import RedirectResponse, Response
 from starlette.exceptions import HTTPException
 from starlette.routing import BaseRoute, Match, Route
 
+from pipeline import open_store
 from pipeline.api import conventions, docs_pages, openapi
 from pipeline.api.access import Authenticate, KeyCache
 from pipeline.api.headers import NoStore
@@ -39,7 +40,7 @@ from pipeline.api.problems import (
 from pipeline.api.ratelimit import RateLimiter
 from pipeline.api.routes import episodes, facts, health, keys, review, subjects, usage
 from pipeline.api.traces import Trace
-from pipeline.db.store import Store, open_store
+from pipeline.db.store import Store
 from pipeline.errors import SgamError
 from pipeline.extract import llm
 from pipeline.mcp import http as mcp_http

@@ -40,12 +40,18 @@ def db_upgrade() -> None:
 def replay(target_url: str) -> None:
     """Rebuild the ledger into another database from the decision log alone."""
     from pipeline.db.store import Store
+    from pipeline.embedding import after_commit
     from pipeline.rebuild import replay as replay_log
     from pipeline.settings import load_settings
 
     with opened_store() as source:
         try:
-            target = Store(load_settings(database_url=target_url), catalog=source.catalog)
+            # The rebuilt facts and episodes get their vectors as the replay commits.
+            target = Store(
+                load_settings(database_url=target_url),
+                catalog=source.catalog,
+                after_commit=[after_commit],
+            )
         except InvalidInput as bad:
             raise InvalidInput("to", bad.problem) from None
         try:
@@ -151,7 +157,7 @@ def demo(database_url: str | None, path: Path) -> None:
     """Run the example on a store of its own and print the answers; re-runnable.
 
     It never writes into the store SGAM_DATABASE_URL names."""
-    from pipeline.db.store import open_store
+    from pipeline import open_store
     from pipeline.demo import run_demo
     from pipeline.settings import load_settings
 

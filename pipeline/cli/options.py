@@ -45,7 +45,7 @@ def reviewer(command: F) -> F:
 @contextmanager
 def opened_store() -> Iterator[Store]:
     """The store named by the SGAM_* settings, closed when the command ends."""
-    from pipeline.db.store import open_store
+    from pipeline import open_store
     from pipeline.logs import configure
 
     store = open_store()

@@ -10,6 +10,9 @@ On Postgres a batch may also queue statements to run before its inserts (`first`
 of the versions its inserts replace), and a caller that commits as soon as the batch ends may
 say so (`Flush.commit`): the few-rows case then sends the statements first, the INSERT and the
 COMMIT in one pipeline, one round trip where there were three.
+
+It is the one door every fact version goes in by: the versions are noted in the unit's
+`Written` here (for the store's after-commit hooks), whichever writer inserts them.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from sqlalchemy.orm import Session
 
 from pipeline.db import pipelined
 from pipeline.db.base import JsonColumn, JsonText
-from pipeline.db.models import Base
+from pipeline.db.models import Base, FactRow
+from pipeline.db.unit import WRITTEN, Written
 
 _PENDING = "sgam_pending_inserts"
 _FIRST = "sgam_pending_flush"
@@ -83,6 +87,9 @@ def insert_rows(session: Session, table: type[Base], rows: Rows) -> None:
     if not rows:
         return
     check_columns(table.__table__, rows)
+    written: Written | None = session.info.get(WRITTEN)
+    if written is not None and table is FactRow:
+        written.inserted(rows)
     if _PENDING in session.info:
         session.info[_PENDING].append((table, rows))
     else:

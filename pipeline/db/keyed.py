@@ -7,11 +7,25 @@ the table whole); SQLite, which has no arrays, gets the `IN` list.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sqlalchemy import Dialect, Select, String, bindparam, func, select, true, tuple_
+from sqlalchemy import (
+    ColumnElement,
+    Dialect,
+    Select,
+    SQLColumnExpression,
+    String,
+    any_,
+    bindparam,
+    func,
+    literal,
+    select,
+    true,
+    tuple_,
+)
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session, aliased
 
@@ -97,3 +111,15 @@ class KeyedQuery:
             arrays = {name: [key[i] for key in keys] for i, name in enumerate(self.fields)}
             return execute(self.per_key, arrays)
         return execute(self.listed, {"keys": list(keys)})
+
+
+def one_of(
+    dialect: str, column: SQLColumnExpression[str], values: Collection[str]
+) -> ColumnElement[bool]:
+    """`column IN values` bound as one parameter however many values there are (an `IN` list
+    takes one each, and a driver refuses past its limit): an array on PostgreSQL, a JSON array
+    SQLite reads with `json_each`."""
+    if dialect == "postgresql":
+        return column == any_(literal(list(values), ARRAY(String)))
+    listed = func.json_each(literal(json.dumps(list(values)), String)).table_valued("value")
+    return column.in_(select(listed.c.value))

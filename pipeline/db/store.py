@@ -1,8 +1,10 @@
-"""The database handle: engine, migrations, units of work with bounded retries, reads."""
+"""The database handle: engine, migrations, units of work with bounded retries, reads, and the
+hooks run after a unit of work commits."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import logging
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from importlib.resources import files
@@ -22,7 +24,7 @@ from tenacity import (
 from pipeline.catalog.loader import load_catalog
 from pipeline.db.backends import Failure, backend_for
 from pipeline.db.migrations import HEAD
-from pipeline.db.unit import Clock, Unit
+from pipeline.db.unit import WRITTEN, Clock, Unit, Written
 from pipeline.errors import SettingError, StoreBusy, StoreUnavailable
 from pipeline.settings import Settings, load_settings
 from schemas.catalog import Catalog
@@ -31,6 +33,10 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 T = TypeVar("T")
+# What runs once a unit of work committed, with the rows it wrote (`Written`).
+AfterCommit = Callable[["Store", Written], None]
+
+log = logging.getLogger("sgam.db")
 
 
 def utc_now() -> datetime:
@@ -47,12 +53,24 @@ def _alembic_config() -> Config:
 
 class Store:
     """One database and the catalogue that governs it. Build it once at the edge (CLI, worker,
-    test) and pass it to each stage."""
+    test) and pass it to each stage.
+
+    `after_commit`: what runs after each unit of work that committed, handed the fact versions
+    it inserted and the episodes it finished (`Written`); never after a rollback, never for a
+    failed attempt `run` retried. The composition root registers them (`pipeline.open_store`:
+    the embedding arm's vectors, `pipeline.embedding.after_commit`), so no writer does: a hook
+    that raises is logged and the committed work stands."""
 
     def __init__(
-        self, settings: Settings, clock: Clock = utc_now, catalog: Catalog | None = None
+        self,
+        settings: Settings,
+        clock: Clock = utc_now,
+        catalog: Catalog | None = None,
+        *,
+        after_commit: Sequence[AfterCommit] = (),
     ) -> None:
         self.settings = settings
+        self.after_commit = tuple(after_commit)
         self.clock = clock
         self.catalog = (
             catalog
@@ -112,9 +130,23 @@ class Store:
 
     @contextmanager
     def begin(self) -> Iterator[Unit]:
-        """One transaction: committed when the block ends, rolled back when it raises."""
-        with self._reachable(), self._sessions() as session, session.begin():
-            yield Unit(session, self.catalog, self.clock, self.settings, self.backend)
+        """One transaction: committed when the block ends, rolled back when it raises; once it
+        committed, the after-commit hooks run with what it wrote."""
+        with self._reachable(), self._sessions() as session:
+            unit = Unit(session, self.catalog, self.clock, self.settings, self.backend)
+            session.info[WRITTEN] = unit.written
+            with session.begin():
+                yield unit
+        self._committed(unit.written)
+
+    def _committed(self, written: Written) -> None:
+        if not written:
+            return
+        for hook in self.after_commit:
+            try:
+                hook(self, written)
+            except Exception:  # the unit committed: what a hook derives from it can wait
+                log.warning("after-commit hook failed", exc_info=True)
 
     def run(self, work: Callable[[Unit], T]) -> T:
         """Run `work` in one unit of work, again from scratch after a transient failure."""
@@ -197,9 +229,14 @@ def _first_line(error: DBAPIError) -> str:
 
 
 def open_store(
-    settings: Settings | None = None, clock: Clock = utc_now, catalog: Catalog | None = None
+    settings: Settings | None = None,
+    clock: Clock = utc_now,
+    catalog: Catalog | None = None,
+    *,
+    after_commit: Sequence[AfterCommit] = (),
 ) -> Store:
-    """A store on `settings` (default: the SGAM_* environment), its schema checked."""
-    store = Store(settings or load_settings(), clock, catalog)
+    """A store on `settings` (default: the SGAM_* environment), its schema checked; no hook
+    unless given (`pipeline.open_store` gives the embedding arm's)."""
+    store = Store(settings or load_settings(), clock, catalog, after_commit=after_commit)
     store.ensure_schema()
     return store

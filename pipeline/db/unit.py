@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -22,11 +23,20 @@ from schemas.catalog import Catalog
 Clock = Callable[[], datetime]
 
 
+# Where a unit's session keeps its `Written` (`session.info`), for the one door fact versions
+# are inserted through (`inserts.insert_rows`).
+WRITTEN = "sgam_written"
+
+
 @dataclass
 class Written:
     """The fact versions a unit of work inserted and the episodes it finished (done), by
-    tenant: what is derived from them outside the transaction once it committed (the
-    embedding arm's vectors, `pipeline.embedding.after_commit`) is made for exactly these."""
+    tenant: what `Store.run` (or `begin`) hands its after-commit hooks once the unit committed
+    (the embedding arm's vectors, `pipeline.embedding.after_commit`), never on a rollback.
+
+    Fact versions are noted where every one of them is inserted (`inserts.insert_rows`: a put,
+    a promotion's or an expiry's re-projection, a replayed claim), so no writer notes its own;
+    an episode where it is finished done (`episodes/finishing.py`) or copied by a replay."""
 
     facts: dict[str, set[str]] = field(default_factory=dict)  # tenant: fact ids
     episodes: dict[str, set[str]] = field(default_factory=dict)  # tenant: episode ids
@@ -42,6 +52,11 @@ class Written:
             self.facts.setdefault(tenant_id, set()).update(fact_ids)
         for tenant_id, episode_ids in other.episodes.items():
             self.episodes.setdefault(tenant_id, set()).update(episode_ids)
+
+    def inserted(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Note fact version rows about to be inserted."""
+        for row in rows:
+            self.fact(row["tenant_id"], row["fact_id"])
 
     def __len__(self) -> int:
         return sum(map(len, self.facts.values())) + sum(map(len, self.episodes.values()))

@@ -14,8 +14,9 @@ if TYPE_CHECKING:
 
 
 def after_commit(store: Store, written: Written) -> None:
-    """The vectors of the rows a unit of work inserted, once it committed: queued for the
-    process's embedding thread, the caller not waiting. With the arm off it reads nothing and
+    """The store's after-commit hook (registered by the composition root,
+    `pipeline.open_store`): the vectors of the rows a unit of work wrote, queued for the
+    process's embedding thread, the writer not waiting. With the arm off it reads nothing and
     imports nothing (not the endpoint's client)."""
     if written and store.settings.embedding_configured:
         from pipeline.embedding.background import submit

@@ -1,22 +1,24 @@
 """The vectors of what a write just committed, made beside it: the writer never waits for the
 embeddings endpoint.
 
-`submit` queues the rows a committed unit of work inserted (a put, a put_many or import chunk,
-the hot path's episode and facts) and returns at once. One daemon thread per process takes
-everything queued, merges it per store (so a burst of single puts shares requests), and fills
-it a slice at a time (`vectors.fill_written`: SGAM_EMBEDDING_BATCH texts a request, the spend
-of each call recorded). Why a thread and not the caller: an HTTP put would otherwise pay a
-model round trip on every request, and up to SGAM_EMBEDDING_MAX_ATTEMPTS timeouts when the
-endpoint hangs; and not the Celery lane: a put needs no broker or worker, and the rows are
-read again by id anyway, so a durable message would add nothing the backfill does not.
+`submit` queues the rows a committed unit of work wrote (the store's after-commit hook,
+`pipeline.embedding.after_commit`: a put, a put_many or import chunk, the hot path's episode and
+facts, a promotion, an expiry, a replay) and returns at once. One daemon thread per process
+takes everything queued, merges it per store (so a burst of single puts shares requests), and
+fills it (`vectors.fill_written`: read once, cut once into requests of SGAM_EMBEDDING_BATCH
+texts, the spend of each call recorded). Why a thread and not the caller: an HTTP put would
+otherwise pay a model round trip on every request, and up to SGAM_EMBEDDING_MAX_ATTEMPTS
+timeouts when the endpoint hangs; and not the Celery lane: a put needs no broker or worker, and
+the rows are read again by id anyway, so a durable message would add nothing the backfill does
+not.
 
 What fails here is logged and left to the next pass (`vectors.fill_missing`: a processed
 batch, `sgam embed`, the nightly consolidation): the endpoint failing after its retries (the
 rest of that round for the store is dropped, not retried against a failing endpoint), the
 database, a process that dies with rows queued, and rows submitted while more than
 `MAX_WAITING` wait. A process that exits (the CLI after `sgam import`, through
-`embedding.settle`; any other at exit) first waits for its queue (`flush`), as long as a
-slice of it ends at least once per SGAM_EMBEDDING_TIMEOUT_S.
+`embedding.settle`; a worker's task; any other at exit) first waits for its queue (`flush`), as
+long as a request of it ends at least once per SGAM_EMBEDDING_TIMEOUT_S.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ class Embedder:
         self._queue: deque[tuple[Store, Written]] = deque()
         self._waiting = 0  # rows in the queue
         self._busy = False  # the thread holds a round
-        self._slices = 0  # slices filled or given up: what `flush` sees progress by
+        self._requests = 0  # requests answered or failed: what `flush` sees progress by
         self._stall_s = 0.0  # the longest SGAM_EMBEDDING_TIMEOUT_S submitted
         self._thread: threading.Thread | None = None
 
@@ -82,18 +84,19 @@ class Embedder:
             self._changed.notify_all()
 
     def flush(self, stall_s: float | None = None) -> bool:
-        """Wait until every row submitted so far was filled or given up; False when no slice
+        """Wait until every row submitted so far was filled or given up; False when no request
         ended for `stall_s` seconds (default: the longest SGAM_EMBEDDING_TIMEOUT_S seen)."""
         with self._changed:
             stall = stall_s if stall_s is not None else self._stall_s
             while self._queue or self._busy:
-                if not self._changed.wait_for(partial(self._moved, self._slices), stall):
+                if not self._changed.wait_for(partial(self._moved, self._requests), stall):
                     return False
             return True
 
-    def _moved(self, slices: int) -> bool:
-        """A slice ended since `slices` were, or nothing is left (called holding the lock)."""
-        return self._slices != slices or not (self._queue or self._busy)
+    def _moved(self, requests: int) -> bool:
+        """A request ended since `requests` had, or nothing is left (called holding the
+        lock)."""
+        return self._requests != requests or not (self._queue or self._busy)
 
     def _run(self) -> None:
         while True:
@@ -112,17 +115,16 @@ class Embedder:
                     self._changed.notify_all()
 
     def _fill(self, one: _Round) -> None:
-        for part in _slices(one.written, one.store.settings.embedding_batch):
-            try:
-                filled = fill_written(one.store, part)
-            except Exception:  # the rows are committed; the next pass fills them
-                log.warning("embedding of written rows failed", exc_info=True)
-                filled = None
-            with self._changed:
-                self._slices += 1
-                self._changed.notify_all()
-            if filled is None or filled.failed:
-                return  # the rest of this round waits for the next pass
+        """The round's vectors; a failed request ends it (the rest waits for the next pass)."""
+        try:
+            fill_written(one.store, one.written, each=self._answered)
+        except Exception:  # the rows are committed; the next pass fills them
+            log.warning("embedding of written rows failed", exc_info=True)
+
+    def _answered(self) -> None:
+        with self._changed:
+            self._requests += 1
+            self._changed.notify_all()
 
 
 def _merged(queue: deque[tuple[Store, Written]]) -> list[_Round]:
@@ -130,20 +132,6 @@ def _merged(queue: deque[tuple[Store, Written]]) -> list[_Round]:
     for store, written in queue:
         rounds.setdefault(id(store), _Round(store)).written.add(written)
     return list(rounds.values())
-
-
-def _slices(written: Written, size: int) -> list[Written]:
-    """`written` in parts of about `size` rows each, one tenant per part."""
-    parts: list[Written] = []
-    for tenant_id in sorted(written.facts.keys() | written.episodes.keys()):
-        rows = [("fact", key) for key in sorted(written.facts.get(tenant_id, ()))]
-        rows += [("episode", key) for key in sorted(written.episodes.get(tenant_id, ()))]
-        for start in range(0, len(rows), size):
-            part = Written()
-            for kind, key in rows[start : start + size]:
-                (part.fact if kind == "fact" else part.episode)(tenant_id, key)
-            parts.append(part)
-    return parts
 
 
 _embedder = Embedder()

@@ -2,14 +2,14 @@
 
 What is embedded is what the text index holds: a fact version's attribute name (underscores
 as spaces), the strings and numbers of its value and its evidence; an episode's text. A row
-without a vector is still found lexically. `fill_written` gives vectors to exactly the rows a
-write just committed (a put, a put_many or import chunk, the hot path: by fact and episode id,
-run in the background by `background`); `fill_missing` to every row that lacks one (of the
-current model), after each processed batch of episodes (`episodes.process`), in `sgam embed`
-and in the nightly consolidation: the pass that catches whatever the first missed. Either
-sends SGAM_EMBEDDING_BATCH texts per request; when the endpoint fails after its retries, it
-stops, logs it and leaves the rest for the next pass: nothing the ledger committed waits on or
-depends on it.
+without a vector is still found lexically. `fill_written` gives vectors to exactly the rows
+committed units of work wrote (whatever the writer: by fact and episode id, read in one
+statement per tenant and kind, run in the background by `background`); `fill_missing` to every
+row that lacks one (of the current model), in `sgam embed` and in the nightly consolidation:
+the pass that catches whatever the first missed. Either cuts what it read once, into requests
+of SGAM_EMBEDDING_BATCH texts of one tenant (`requests`); when the endpoint fails after its
+retries, it stops, logs it and leaves the rest for the next pass: nothing the ledger committed
+waits on or depends on it.
 
 A forgotten row (a purged one is forgotten too) gets no vector: it never surfaces again. A
 vector is written only while its row is not forgotten, read under a share lock (PostgreSQL):
@@ -22,12 +22,13 @@ from __future__ import annotations
 import logging
 from array import array
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, delete, select
 
+from pipeline.db.keyed import one_of
 from pipeline.db.models import (
     EPISODE_VECTORS,
     FACT_VECTORS,
@@ -44,9 +45,6 @@ from pipeline.embedding.spend import WRITE, record_spend
 log = logging.getLogger("sgam.embedding")
 
 PASS_LIMIT = 5_000  # rows of each kind one pass looks at; the next pass takes the rest
-# After a processed batch: about a batch's worth, so a worker's task stays well within its
-# time limit; a backlog is `sgam embed`'s or the nightly consolidation's.
-AFTER_BATCH_LIMIT = 512
 
 
 def encode(vector: Sequence[float]) -> bytes:
@@ -119,65 +117,75 @@ def fill_missing(
     return _fill(store, _pending(store, facts, episodes, limit))
 
 
-def fill_written(store: Store, written: Written) -> Filled:
-    """Vectors for the rows of `written` (what a unit of work inserted) that lack one: every
-    version of its facts, its episodes; a no-op when the embedding arm is off."""
+def fill_written(
+    store: Store, written: Written, *, each: Callable[[], None] | None = None
+) -> Filled:
+    """Vectors for the rows of `written` (what units of work wrote) that lack one: every
+    version of its facts, its episodes; a no-op when the embedding arm is off. `each` is
+    called after every request, answered or failed (the background's sign of progress)."""
     if not store.settings.embedding_configured or not written:
         return Filled()
+    dialect = store.backend.name
     pending: list[_Pending] = []
     for tenant_id in sorted(written.facts.keys() | written.episodes.keys()):
-        fact_ids = sorted(written.facts.get(tenant_id, ()))
-        episode_ids = sorted(written.episodes.get(tenant_id, ()))
-        for start in range(0, max(len(fact_ids), len(episode_ids)), _IDS_PER_READ):
-            facts = fact_ids[start : start + _IDS_PER_READ]
-            episodes = episode_ids[start : start + _IDS_PER_READ]
-            pending += _pending(
-                store,
-                [FactRow.tenant_id == tenant_id, FactRow.fact_id.in_(facts)] if facts else None,
-                [EpisodeRow.tenant_id == tenant_id, EpisodeRow.episode_id.in_(episodes)]
-                if episodes
-                else None,
-                limit=None,
-            )
-    return _fill(store, pending)
+        facts = written.facts.get(tenant_id)
+        episodes = written.episodes.get(tenant_id)
+        pending += _pending(
+            store,
+            [FactRow.tenant_id == tenant_id, one_of(dialect, FactRow.fact_id, facts)]
+            if facts
+            else None,
+            [EpisodeRow.tenant_id == tenant_id, one_of(dialect, EpisodeRow.episode_id, episodes)]
+            if episodes
+            else None,
+            limit=None,
+        )
+    return _fill(store, pending, each)
 
 
-# Ids per IN list when rows are read by id (a put_many chunk may hold thousands).
-_IDS_PER_READ = 1_000
-
-
-def _fill(store: Store, pending: Sequence[_Pending]) -> Filled:
-    """Embed and store `pending`, a request per SGAM_EMBEDDING_BATCH texts of one tenant;
-    the first failed request stops it (what is left waits for the next pass)."""
+def requests(pending: Sequence[_Pending], size: int) -> list[list[_Pending]]:
+    """`pending` cut once, into requests of up to `size` texts of one tenant each, in order."""
     by_tenant: dict[str, list[_Pending]] = defaultdict(list)
     for item in pending:
         by_tenant[item.tenant_id].append(item)
+    return [
+        items[start : start + size]
+        for _, items in sorted(by_tenant.items())
+        for start in range(0, len(items), size)
+    ]
+
+
+def _fill(
+    store: Store, pending: Sequence[_Pending], each: Callable[[], None] | None = None
+) -> Filled:
+    """Embed and store `pending`, a request per SGAM_EMBEDDING_BATCH texts of one tenant;
+    the first failed request stops it (what is left waits for the next pass)."""
     filled = Filled()
-    size = store.settings.embedding_batch
-    for tenant_id, items in sorted(by_tenant.items()):
-        for start in range(0, len(items), size):
-            chunk = items[start : start + size]
-            try:
-                filled += _embed_chunk(store, tenant_id, chunk)
-            except EmbeddingFailed as failure:
-                log.warning(
-                    "embedding endpoint failed; vectors left for the next pass",
-                    extra={
-                        "tenant": tenant_id,
-                        "attempts": failure.attempts,
-                        "error": str(failure),
-                    },
-                )
-                left = len(pending) - filled.facts - filled.episodes
-                return Filled(filled.facts, filled.episodes, left)
+    for chunk in requests(pending, store.settings.embedding_batch):
+        try:
+            filled += _embed_chunk(store, chunk[0].tenant_id, chunk)
+        except EmbeddingFailed as failure:
+            log.warning(
+                "embedding endpoint failed; vectors left for the next pass",
+                extra={
+                    "tenant": chunk[0].tenant_id,
+                    "attempts": failure.attempts,
+                    "error": str(failure),
+                },
+            )
+            left = len(pending) - filled.facts - filled.episodes
+            return Filled(filled.facts, filled.episodes, left)
+        finally:
+            if each is not None:
+                each()
     return filled
 
 
 def fill_quietly(
     store: Store, tenant_ids: Collection[str] | None, limit: int = PASS_LIMIT
 ) -> Filled:
-    """`fill_missing` after work the ledger has committed (a processed batch of episodes, a
-    consolidation): never raises, what fails here is filled by a later pass."""
+    """`fill_missing` after work the ledger has committed (a consolidation): never raises,
+    what fails here is filled by a later pass."""
     if not store.settings.embedding_configured:
         return Filled()
     try:

@@ -21,7 +21,6 @@ from sqlalchemy.orm import load_only
 from pipeline.db.models import EPISODES, EpisodeRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
-from pipeline.embedding import after_commit
 from pipeline.episodes.claimed import Claimed, Extracted, Outcome
 from pipeline.episodes.dispatch import EpisodeKey
 from pipeline.episodes.records import insert_new
@@ -155,20 +154,15 @@ def decide_and_finish(
     spans: EpisodeSpans | None = None,
     *,
     recorded: frozenset[EpisodeKey] = frozenset(),
-    embed: bool = False,
 ) -> dict[EpisodeKey, Outcome]:
     """`finish` in a transaction of its own; the episodes a forget won are finished as failed
-    (NotFound), nothing of theirs written. `embed`: what it wrote goes to the embedding arm's
-    background once committed (the hot path; a worker's batches fill their tenants after all
-    of them, `process_episodes`)."""
+    (NotFound), nothing of theirs written (that unit rolled back: its rows reach no
+    after-commit hook)."""
     results, lost = dict(extracted), set[EpisodeKey]()
     while True:
         try:
-            outcomes, written = store.run(
-                lambda unit: (
-                    finish(unit, claimed, results, spans, recorded=recorded),
-                    unit.written,
-                )
+            outcomes = store.run(
+                lambda unit: finish(unit, claimed, results, spans, recorded=recorded)
             )
         except ForgottenMeanwhile as forgotten:
             lost |= forgotten.keys
@@ -177,8 +171,6 @@ def decide_and_finish(
                     f"the subject of episode {key[1]} was forgotten after the episode was received"
                 )
             continue
-        if embed:
-            after_commit(store, written)
         return outcomes | {key: replace(outcomes[key], forgotten=True) for key in lost}
 
 

@@ -15,7 +15,7 @@ from functools import partial
 
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
-from pipeline.embedding.vectors import AFTER_BATCH_LIMIT, fill_quietly
+from pipeline.embedding import settle
 from pipeline.episodes.claimed import Claimed, Extracted, Outcome
 from pipeline.episodes.claiming import claim, claim_waiting
 from pipeline.episodes.contexts import batch_contexts, run_extraction
@@ -61,8 +61,10 @@ def process_episodes(
             claimed = _claim(store, partial(claim, keys=keys[start : start + batch]), batch)
             if claimed:
                 outcomes |= _with_rules(store, claimed, extractor)
-    # The embedding arm, after the ledger committed (a no-op when off; never raises).
-    fill_quietly(store, {tenant_id for tenant_id, _ in outcomes}, limit=AFTER_BATCH_LIMIT)
+    # The vectors the batches' commits queued for the embedding arm (the store's after-commit
+    # hook) are made before the task ends, not in whatever task comes next; what fails is the
+    # next pass's (`sgam embed`, the nightly consolidation). Returns at once when none was.
+    settle()
     return outcomes
 
 

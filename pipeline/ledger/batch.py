@@ -7,9 +7,9 @@ state in memory, exactly as `put` would after the commands before it; and sends 
 together at the end, one statement per table. The ledger, claims and decision log it leaves
 are those of the same commands put one by one.
 
-Once a transaction of `put` or `put_many` committed, the fact versions it inserted get their
-vectors in the background when the embedding arm is on (`pipeline.embedding.after_commit`):
-neither waits for the endpoint or fails because of it.
+Once a transaction of `put` or `put_many` committed, the fact versions it inserted go to the
+store's after-commit hooks (`Store.run`: the embedding arm's vectors, made in the background),
+as every other unit of work's do: neither waits for the endpoint or fails because of it.
 """
 
 from __future__ import annotations
@@ -18,17 +18,16 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from functools import partial
 from itertools import islice
-from typing import Any, TypeVar
+from typing import Any
 
 from pipeline.db import inserts
 from pipeline.db.store import Store
-from pipeline.db.unit import Unit, Written
-from pipeline.embedding import after_commit
+from pipeline.db.unit import Unit
 from pipeline.errors import ConflictError, IdempotencyConflict, InvalidInput, NotFound
 from pipeline.ledger.batch_reads import Locks, lock_and_read
 from pipeline.ledger.idempotency import FactOutcome, KeyedBatch, put_step
 from pipeline.ledger.pending import PendingWrites
-from pipeline.ledger.results import PutResult
+from pipeline.ledger.results import PutResult, settled
 from pipeline.ledger.slots import SlotKey, subject_lock_name
 from pipeline.ledger.write import judge_and_store, resolve
 from pipeline.validation import parse
@@ -38,19 +37,13 @@ from schemas.commands import PutFact
 # (NotFound: a repeated key whose fact was forgotten since).
 PutOutcome = PutResult | ConflictError | InvalidInput | NotFound
 Command = PutFact | Mapping[str, Any]
-T = TypeVar("T")
 
 
 def put(store: Store, command: Command) -> PutResult:
     """Write one fact in a transaction of its own. Raises InvalidInput, FactConflict,
     TrustRejected, VersionConflict or IdempotencyConflict."""
     command = parse(PutFact, command)
-    outcome = _committed(
-        store, store.run(lambda unit: (_written_alone(unit, command), unit.written))
-    )
-    if isinstance(outcome, ConflictError):  # the refusal is committed: its decision is logged
-        raise outcome
-    return outcome
+    return settled(store, lambda unit: _written_alone(unit, command))
 
 
 def write_fact(unit: Unit, command: Command) -> PutResult | ConflictError:
@@ -82,20 +75,8 @@ def put_many(
         raise InvalidInput("chunk", "must be at least 1")
     outcomes: list[PutOutcome] = []
     for part in _chunks(commands, size):
-        outcomes += _committed(store, store.run(partial(_with_written, commands=part)))
+        outcomes += store.run(partial(write_many, commands=part, commits=True))
     return outcomes
-
-
-def _with_written(unit: Unit, commands: list[Command]) -> tuple[list[PutOutcome], Written]:
-    return write_many(unit, commands, commits=True), unit.written
-
-
-def _committed(store: Store, done: tuple[T, Written]) -> T:
-    """What a transaction answered, the rows it inserted handed to the embedding arm now that
-    they are committed."""
-    answer, written = done
-    after_commit(store, written)
-    return answer
 
 
 def write_many(
@@ -149,7 +130,7 @@ class _Batch:
             locks = Locks(idempotency, subjects, ())
         used, self.slots = lock_and_read(unit, locks, keyed, keys)
         self.keyed = KeyedBatch(unit, used)
-        self.pending = PendingWrites(unit.session, unit.written)
+        self.pending = PendingWrites(unit.session)
 
     def write(self, command: PutFact) -> PutOutcome:
         try:

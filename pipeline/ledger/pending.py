@@ -6,7 +6,7 @@ at once, and a version replaced again within the same batch is inserted already 
 closes of versions stored before the batch go out before the queued inserts, so the database
 never sees two open versions of a fact: on PostgreSQL as one UPDATE of all of them (one array
 per column) in the inserts' own round trip (`inserts.first`), on SQLite one per version. Every
-version inserted is noted in the unit's `Written`, for what is made after the commit (vectors).
+version goes in through `inserts.insert_rows`, which notes it for the store's after-commit hooks.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from sqlalchemy.orm import Session
 from pipeline.db import inserts
 from pipeline.db.base import UtcDateTime
 from pipeline.db.models import ClaimRow, FactRow
-from pipeline.db.unit import Written
 from pipeline.ledger.slots import SlotState
 from pipeline.ledger.versions import CLOSE_VERSION, Change
 
@@ -41,9 +40,8 @@ def _utc(moment: datetime, dialect: Dialect) -> Any:
 class PendingWrites:
     """Use inside `inserts.batch(session)`, and call `close_replaced` before it ends."""
 
-    def __init__(self, session: Session, written: Written) -> None:
+    def __init__(self, session: Session) -> None:
         self.session = session
-        self.written = written
         self._closes: list[dict[str, Any]] = []
         self._queued: dict[str, dict[str, Any]] = {}  # fact_id: its newest queued version
 
@@ -82,6 +80,5 @@ class PendingWrites:
 
     def _queue(self, state: SlotState, row: dict[str, Any]) -> None:
         self._queued[row["fact_id"]] = row
-        self.written.fact(row["tenant_id"], row["fact_id"])
         inserts.insert_rows(self.session, FactRow, [row])
         state.current[row["fact_id"]] = SimpleNamespace(**row)

@@ -123,7 +123,7 @@ def store_claim(unit: Unit, payload: ClaimPayload) -> None:
     claim = payload.claim
     key = SlotKey.of(claim)
     lock_key(unit, key)
-    pending = PendingWrites(unit.session, unit.written)
+    pending = PendingWrites(unit.session)
     with inserts.batch(unit.session):
         state = load_slot(unit.session, key)
         if claim.trust is Trust.UNTRUSTED:

@@ -4,6 +4,7 @@ pagination, and the security headers."""
 from __future__ import annotations
 
 import math
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -137,7 +138,19 @@ def when(stamp: datetime | str | None) -> str:
     return "" if stamp is None else stamp[:16].replace("T", " ") + " UTC"
 
 
+# The form field that carries a decision's Idempotency-Key (`action(..., keyed=True)`).
+IDEMPOTENCY_FIELD = "idempotency_key"
+
+
+def click_key() -> str:
+    """A fresh Idempotency-Key for one button as a page draws it: the same form sent twice (a
+    double click, a reload that sends it again) is one decision, answered again the second
+    time; the next page draws new ones."""
+    return f"ui-{uuid.uuid4().hex}"
+
+
 templates.env.globals["page_link"] = page_link
+templates.env.globals["click_key"] = click_key
 templates.env.globals["trust_words"] = words.trust_words
 templates.env.filters["when"] = when
 templates.env.filters["source_words"] = words.source_words

@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 import pipeline
 from pipeline.api import operations
 from pipeline.api.access import KeyRefused, bind, checked_key
-from pipeline.api.conventions import identifier
+from pipeline.api.conventions import idempotency_key, identifier
 from pipeline.api.ratelimit import RateLimiter
 from pipeline.api.routes.owned import require_owned
 from pipeline.policy.explain import review_candidates
@@ -99,15 +99,17 @@ def candidates(request: Request, subject: str | None = None) -> Response:
 @router.post("/candidates/{candidate_id}/{verb}")
 async def decide(request: Request, candidate_id: str, verb: str) -> Response:
     key = signed_in(request)
-    await posted(request)
+    fields = await posted(request)
     need(key, "reviewer")
     if verb not in ("confirm", "reject"):
         raise pipeline.NotFound(f"no action {verb}")
     store = render.store_of(request)
     candidate_id = identifier("candidate_id", candidate_id)
+    # The button's own key: the same form sent again answers the first decision again.
+    idempotency = fields.get(render.IDEMPOTENCY_FIELD) or None
 
     def work() -> None:
-        operations.decide(store, key, verb, candidate_id)  # type: ignore[arg-type]
+        operations.decide(store, key, verb, candidate_id, idempotency=idempotency)  # type: ignore[arg-type]
 
     await run_in_threadpool(work)
     done = "confirmed" if verb == "confirm" else "rejected"
@@ -130,21 +132,22 @@ def quarantine(request: Request, subject: str | None = None) -> Response:
 async def release_or_dismiss(request: Request, fact_id: str, verb: str) -> Response:
     """`Promote` releases a quarantined fact; `Reject` dismisses it for good."""
     key = signed_in(request)
-    await posted(request)
+    fields = await posted(request)
     need(key, "reviewer")
     if verb not in ("promote", "reject"):
         raise pipeline.NotFound(f"no action {verb}")
     store = render.store_of(request)
     fact_id = identifier("fact_id", fact_id)
+    idempotency = fields.get(render.IDEMPOTENCY_FIELD) or None  # the button's own, as above
 
     def work() -> None:
         if verb == "reject":
-            operations.dismiss(store, key, fact_id, reason="rejected on the review page")
+            reason = "rejected on the review page"
+            operations.dismiss(store, key, fact_id, reason=reason, idempotency=idempotency)
             return
         require_owned(store, key, "fact", fact_id)  # as POST /v1/facts/{id}/promote
-        pipeline.promote(
-            store, {"tenant_id": key.tenant_id, "fact_id": fact_id, "actor": key.key_id}
-        )
+        command = {"tenant_id": key.tenant_id, "fact_id": fact_id, "actor": key.key_id}
+        pipeline.promote(store, idempotency_key(idempotency, command))
 
     await run_in_threadpool(work)
     done = "promoted" if verb == "promote" else "rejected"

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +21,17 @@ import pytest
 from sqlalchemy import func, select, text
 
 import pipeline
+from pipeline import open_store
 from pipeline.access.keys import create_key
 from pipeline.cli import run
 from pipeline.db.models import EmbeddingSpendRow, EpisodeVectorRow, FactRow, FactVectorRow
-from pipeline.db.store import Store, open_store
-from pipeline.embedding import background
+from pipeline.db.store import Store
+from pipeline.db.store import open_store as open_db_store
+from pipeline.db.unit import Written
+from pipeline.embedding import after_commit, background
 from pipeline.embedding.background import flush
 from pipeline.embedding.client import close_clients
-from pipeline.embedding.vectors import decode, fill_missing
+from pipeline.embedding.vectors import Filled, decode, fill_missing
 from pipeline.errors import InvalidInput
 from pipeline.ledger.results import PutResult
 from pipeline.settings import load_settings
@@ -525,7 +529,7 @@ def test_with_the_arm_off_a_write_loads_nothing_of_it(database_url: str, stub: A
     def loaded(subject: str, **arm: str) -> tuple[str, str]:
         script = (
             "import sys, threading, pipeline\n"
-            "from pipeline.db.store import open_store\n"
+            "from pipeline import open_store\n"
             "from tests.factories import fact_command, isolated_settings\n"
             f"store = open_store(isolated_settings(database_url={database_url!r}, **{arm!r}))\n"
             f"read = {{'tenant_id': 'acme', 'subject': {subject!r}}}\n"
@@ -603,3 +607,208 @@ def test_an_http_put_answers_before_its_vector_is_made(
     finally:
         endpoint.embeddings_held.set()
         stop_server(server)
+
+
+# -- every writer's rows, through the store's one after-commit hook ---------------------------
+
+
+def _without_vectors(store: Store) -> list[tuple[str, int]]:
+    """The fact versions not forgotten that have no vector: (fact_id, version)."""
+    with store.reading() as connection:
+        rows = connection.execute(
+            select(FactRow.fact_id, FactRow.version)
+            .outerjoin(FactVectorRow, FactVectorRow.row_id == FactRow.row_id)
+            .where(FactVectorRow.row_id.is_(None), FactRow.forgotten_at.is_(None))
+        ).all()
+    return sorted((fact_id, version) for fact_id, version in rows)
+
+
+def _versions(store: Store) -> int:
+    with store.reading() as connection:
+        query = select(func.count()).select_from(FactRow).where(FactRow.forgotten_at.is_(None))
+        return int(connection.execute(query).scalar_one())
+
+
+def test_a_promotion_gets_the_vectors_of_the_versions_it_wrote(
+    embedding: Store, endpoint: Any
+) -> None:
+    key = READ | {"attribute": "contact_channel"}
+    put_fact(embedding, **key, value="phone", valid_from="2026-01-01T00:00:00Z")
+    held = put_fact(
+        embedding, **key, value="email", valid_from="2026-02-01T00:00:00Z", trust="untrusted"
+    )
+    assert flush()
+    assert _without_vectors(embedding) == []
+    before = endpoint.embedded_texts
+
+    promoted = pipeline.promote(embedding, {"tenant_id": "acme", "fact_id": held.fact.fact_id})
+
+    assert flush()  # no backfill: only what the promotion's commit handed on
+    assert promoted.fact.version == 2
+    assert _without_vectors(embedding) == []
+    # Its new version and the cut version of the fact it supersedes; each embedded once.
+    assert endpoint.embedded_texts - before == 2
+    assert _fact_vectors(embedding, held.fact.fact_id) == 2
+
+
+def test_a_dismissal_writes_no_vector_and_stops_one_in_flight(
+    embedding: Store, endpoint: Any
+) -> None:
+    endpoint.embeddings_held = threading.Event()
+    try:
+        held = put_fact(embedding, **READ, attribute="employer", value="Initech", trust="untrusted")
+        _until(lambda: endpoint.embedding_requests == 1, "the put's embedding request")
+        dismissed = pipeline.dismiss(
+            embedding, {"tenant_id": "acme", "fact_id": held.fact.fact_id, "reason": "spam"}
+        )
+    finally:
+        endpoint.embeddings_held.set()
+    assert flush()
+    assert dismissed.fact.status.value == "dismissed"
+    assert endpoint.embedding_requests == 1  # the dismissal inserted nothing to embed
+    assert endpoint.embedded_texts == 1  # the put's vector was made, and not stored
+    assert _vectors(embedding) == []
+    assert fill_missing(embedding).facts == 0
+
+
+def _expiring(store: Store, **fields: Any) -> PutResult:
+    expires = store.clock() + timedelta(days=1)
+    return put_fact(store, **READ, **fields, expires_at=expires.isoformat())
+
+
+def test_an_expiry_gets_the_vectors_of_its_expired_versions(
+    embedding: Store, endpoint: Any
+) -> None:
+    first = _expiring(embedding, attribute="employer", value="Initech")
+    second = _expiring(embedding, attribute="home_city", value="Utrecht")
+    assert flush()
+    before = endpoint.embedded_texts
+
+    later = embedding.clock() + timedelta(days=2)
+    expired = pipeline.expire(embedding, {"now": later, "force": True})
+
+    assert sorted(expired.expired_fact_ids) == sorted([first.fact.fact_id, second.fact.fact_id])
+    assert flush()
+    assert _without_vectors(embedding) == []
+    assert endpoint.embedded_texts - before == 2
+    assert _fact_vectors(embedding, first.fact.fact_id) == 2
+
+
+def test_a_consolidation_gets_the_vectors_of_its_promotions_and_expiries(
+    database_url: str, stub: Any, endpoint: Any, tmp_path: Path
+) -> None:
+    """The catalogue asked three sessions of a preference, now two: the consolidation
+    promotes the candidate two sessions support, and expires a fact whose retention passed."""
+    default = (
+        Path(pipeline.__file__).parent.parent / "schemas" / "support_catalog.yaml"
+    ).read_text()
+    asked = "promotion: {times: 2, window: P30D}\n    synonyms: [concise"
+    assert asked in default
+    stricter = tmp_path / "three.yaml"
+    stricter.write_text(default.replace(asked, asked.replace("times: 2", "times: 3")))
+    arm = {"embedding_model": MODEL, "embedding_base_url": stub.base_url}
+    strict = open_store(isolated_settings(database_url=database_url, catalog_path=stricter, **arm))
+    try:
+        for day, session in ((1, "s1"), (2, "s2")):
+            said = episode("I prefer concise answers.", f"2026-06-0{day}T09:00:00Z", session)
+            pipeline.ingest(strict, said)
+        due = _expiring(strict, attribute="employer", value="Initech")
+    finally:
+        assert flush()  # its vectors made before its engine is disposed (else the thread
+        strict.dispose()  # opens connections on it that no one closes)
+    relaxed = open_store(isolated_settings(database_url=database_url, **arm))
+    try:
+        assert flush()
+        assert _without_vectors(relaxed) == []
+        before = endpoint.embedded_texts
+
+        report = pipeline.consolidate(
+            relaxed, {"now": relaxed.clock() + timedelta(days=2), "force": True}
+        )
+
+        assert (report.counts["promoted"], report.counts["expired_facts"]) == (1, 1)
+        assert _without_vectors(relaxed) == []  # consolidation waited for them
+        assert _fact_vectors(relaxed, due.fact.fact_id) == 2
+        # The promoted fact and the expired version, each embedded once: the backfill after
+        # them found nothing left.
+        assert endpoint.embedded_texts - before == 2
+    finally:
+        relaxed.dispose()
+
+
+def _replay_target(database_url: str, tmp_path: Path) -> str:
+    if database_url.startswith("sqlite"):
+        return f"sqlite:///{tmp_path / 'rebuilt.sqlite3'}"
+    from tests.databases import new_database
+
+    return new_database("vectors")
+
+
+def test_a_replay_gets_the_vectors_of_the_ledger_it_rebuilds(
+    embedding: Store, stub: Any, endpoint: Any, database_url: str, tmp_path: Path
+) -> None:
+    _episodes(embedding)
+    key = READ | {"attribute": "contact_channel"}
+    put_fact(embedding, **key, value="phone", valid_from="2026-01-01T00:00:00Z")
+    held = put_fact(
+        embedding, **key, value="email", valid_from="2026-02-01T00:00:00Z", trust="untrusted"
+    )
+    pipeline.promote(embedding, {"tenant_id": "acme", "fact_id": held.fact.fact_id})
+    _expiring(embedding, attribute="employer", value="Initech")
+    pipeline.expire(embedding, {"now": embedding.clock() + timedelta(days=2), "force": True})
+    assert flush()
+    before = endpoint.embedded_texts
+
+    url = _replay_target(database_url, tmp_path)
+    settings = isolated_settings(
+        database_url=url, embedding_model=MODEL, embedding_base_url=stub.base_url
+    )
+    target = Store(settings, catalog=embedding.catalog, after_commit=[after_commit])
+    try:
+        pipeline.replay(embedding, target)
+        assert flush()
+        assert _versions(target) == _versions(embedding) > 4
+        assert _without_vectors(target) == []
+        assert _count(target, EpisodeVectorRow) == 3
+        assert endpoint.embedded_texts - before == _versions(target) + 3
+        assert fill_missing(target) == Filled()  # nothing was left to the next pass
+    finally:
+        target.dispose()
+        if not database_url.startswith("sqlite"):
+            from tests.databases import drop_database
+
+            drop_database(url)
+
+
+class _Refused(Exception):
+    pass
+
+
+def test_a_unit_rolled_back_hands_on_nothing(embedding: Store, endpoint: Any) -> None:
+    def refused(unit: Any) -> None:
+        pipeline.write_fact(unit, fact_command(**READ, attribute="employer", value="Initech"))
+        raise _Refused
+
+    with pytest.raises(_Refused):
+        embedding.run(refused)
+
+    assert flush()
+    assert _versions(embedding) == 0
+    assert endpoint.embedding_requests == 0
+    assert _vectors(embedding) == []
+
+
+def test_a_failing_hook_leaves_the_commit_standing(database_url: str) -> None:
+    seen: list[Written] = []
+
+    def failing(store: Store, written: Written) -> None:
+        seen.append(written)
+        raise RuntimeError("a hook that fails")
+
+    store = open_db_store(isolated_settings(database_url=database_url), after_commit=[failing])
+    try:
+        put = put_fact(store, **READ, attribute="employer", value="Initech")
+        assert [written.facts for written in seen] == [{"acme": {put.fact.fact_id}}]
+        assert [fact.value for fact in pipeline.get(store, READ)] == ["Initech"]
+    finally:
+        store.dispose()

@@ -7,9 +7,9 @@ top-level module of `pipeline`; units on one line are independent of each other)
  1. pipeline.errors         the exception tree
  2. pipeline.validation, pipeline.settings, pipeline.logs (how every process logs)
  3. pipeline.catalog, pipeline.observe   loading the memory-schema catalogue; traces
- 4. pipeline.db             tables, backends, the store and its unit of work
+ 4. pipeline.db             tables, backends, the store and its unit of work, its hooks
  5. pipeline.embedding      the search read's optional vectors: endpoint, storage, spend, and
-                            their making after a commit (which the ledger's writes call)
+                            their making after a commit (the store's after-commit hook)
  6. pipeline.ledger         the bi-temporal write path and the decision log
  7. pipeline.read, pipeline.access, pipeline.extract
  8. pipeline.buffer         the recurrence buffer (writes through the ledger)

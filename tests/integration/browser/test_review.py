@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 from tests.integration.api_setup import (
     buffered,
@@ -97,6 +97,87 @@ def test_rejecting_a_candidate_drops_it(page: Page, server: Server, keys: Keys) 
     assert facts == []
     rejections = [e for e in log_of(server, reviewer) if e["kind"] == "candidate_rejected"]
     assert [e["actor"] for e in rejections] == [key_id(reviewer)]
+
+
+def _sent_by(card: Locator, button: str) -> tuple[str, dict[str, str]]:
+    """Where the card's form of `button` posts, and its hidden fields."""
+    form = card.locator("form").filter(has=card.page.get_by_role("button", name=button))
+    action = form.get_attribute("action")
+    assert action is not None
+    hidden = form.locator("input[type=hidden]")
+    fields = {
+        hidden.nth(n).get_attribute("name") or "": hidden.nth(n).get_attribute("value") or ""
+        for n in range(hidden.count())
+    }
+    assert set(fields) == {"csrf_token", "idempotency_key"}
+    return action, fields
+
+
+def _keys_drawn(card: Locator) -> list[str]:
+    drawn = card.locator("input[name=idempotency_key]")
+    expect(drawn).to_have_count(2)  # both buttons, a key each
+    keys_drawn = [drawn.nth(n).get_attribute("value") or "" for n in range(2)]
+    assert len(set(keys_drawn)) == 2
+    assert all(re.fullmatch(r"ui-[0-9a-f]{32}", drawn_key) for drawn_key in keys_drawn)
+    return keys_drawn
+
+
+def _sent_again(page: Page, action: str, fields: dict[str, str], notice: str) -> None:
+    """The same form once more is answered as the first was; without its key it is 409."""
+    again = page.request.post(action, form=fields)
+    assert again.ok, again.status
+    page.goto(again.url)  # where it sent the browser back to: the first answer's notice
+    expect(page.get_by_role("status")).to_have_text(notice)
+    unkeyed = page.request.post(action, form={"csrf_token": fields["csrf_token"]})
+    assert unkeyed.status == 409  # no key: a second decision of what is decided already
+
+
+def test_a_decision_sent_twice_from_one_button_is_decided_once(
+    page: Page, server: Server, keys: Keys
+) -> None:
+    """Each button carries an Idempotency-Key of its own, drawn with the page: the same form
+    sent again (a double click, a resend) answers the first decision again; without its key a
+    second confirm is refused, the candidate decided already."""
+    writer, reviewer = keys("writer"), keys("reviewer")
+    ingest(server, writer, episode_body("Please contact me by email.", session_id="chat-1"))
+    sign_in(page, reviewer)
+    card = page.get_by_role("article").filter(has_text="contact_channel")
+    first = _keys_drawn(card)
+    page.reload()
+    assert not set(first) & set(_keys_drawn(card))  # a page drawn again: new keys
+    action, fields = _sent_by(card, "Confirm")
+
+    card.get_by_role("button", name="Confirm").click()
+    notice = "Confirmed: contact_channel = email (subject mira)."
+    expect(page.get_by_role("status")).to_have_text(notice)
+    _sent_again(page, action, fields, notice)
+
+    confirmed = [e for e in log_of(server, reviewer) if e["kind"] == "candidate_confirmed"]
+    assert [e["actor"] for e in confirmed] == [key_id(reviewer)]  # decided once
+    with server.client(reviewer) as api:
+        facts = api.get("/v1/subjects/mira/facts").json()
+    assert [f["value"] for f in facts] == ["email"]
+    screenshot(page, "candidate-confirmed-once")
+
+
+def test_a_promotion_sent_twice_from_one_button_is_made_once(
+    page: Page, server: Server, keys: Keys
+) -> None:
+    writer, reviewer = keys("writer"), keys("reviewer")
+    ingest(server, writer, episode_body("my home city is Utrecht", source="tool_result"))
+    sign_in(page, reviewer)
+    page.get_by_role("link", name="Quarantine").click()
+    card = page.get_by_role("article").filter(has_text="home_city")
+    _keys_drawn(card)
+    action, fields = _sent_by(card, "Promote")
+
+    card.get_by_role("button", name="Promote").click()
+    notice = "Promoted: home_city = Utrecht (subject mira)."
+    expect(page.get_by_role("status")).to_have_text(notice)
+    _sent_again(page, action, fields, notice)
+
+    promotions = [e for e in log_of(server, reviewer) if e["kind"] == "promote"]
+    assert [e["actor"] for e in promotions] == [key_id(reviewer)]  # promoted once
 
 
 def test_promoting_a_quarantined_fact_releases_it(page: Page, server: Server, keys: Keys) -> None:
