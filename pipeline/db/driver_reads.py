@@ -16,9 +16,8 @@ from functools import cache
 from typing import Any
 
 from sqlalchemy import Connection, Dialect, Select
-from sqlalchemy.exc import DBAPIError
 
-from pipeline.db.pipelined import driver_of
+from pipeline.db.pipelined import as_sqlalchemy, driver_of
 
 
 @cache
@@ -44,12 +43,4 @@ def rows(
         with driver.cursor(row_factory=dict_row) as cursor:
             return cursor.execute(sql, defaults | dict(params)).fetchall()
     except psycopg.Error as error:
-        raise DBAPIError.instance(
-            sql,
-            None,
-            error,
-            psycopg.Error,
-            hide_parameters=True,
-            connection_invalidated=driver.closed,
-            dialect=connection.dialect,
-        ) from None
+        raise as_sqlalchemy(connection, sql, error) from None

@@ -24,7 +24,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, StatementError
 
 if TYPE_CHECKING:
     import psycopg
@@ -62,15 +62,23 @@ def pipeline(
             if opens:
                 driver._autocommit = False  # in a transaction again (see above)
     except psycopg.Error as error:
-        raise DBAPIError.instance(
-            what,
-            None,
-            error,
-            psycopg.Error,
-            hide_parameters=True,
-            connection_invalidated=driver.closed,
-            dialect=connection.dialect,
-        ) from None
+        raise as_sqlalchemy(connection, what, error) from None
+
+
+def as_sqlalchemy(connection: Connection, what: str, error: Exception) -> StatementError:
+    """A psycopg error of `what` (a statement, or what the pipeline did) as SQLAlchemy would
+    raise it (see above); also for the reads of `driver_reads.py`."""
+    import psycopg
+
+    return DBAPIError.instance(
+        what,
+        None,
+        error,
+        psycopg.Error,
+        hide_parameters=True,
+        connection_invalidated=driver_of(connection).closed,
+        dialect=connection.dialect,
+    )
 
 
 _NAMED = re.compile(r"%\((\w+)\)s")
