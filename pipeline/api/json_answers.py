@@ -21,6 +21,6 @@ def facts_answer(found: list[Fact], headers: Mapping[str, str] | None = None) ->
     return Response(_FACTS.dump_json(found, by_alias=True), media_type=JSON, headers=headers)
 
 
-def model_answer(answer: BaseModel, headers: Mapping[str, str] | None = None) -> Response:
+def model_answer(answer: BaseModel) -> Response:
     """`answer`, the route's own response model, as FastAPI would have answered it."""
-    return Response(answer.model_dump_json(by_alias=True), media_type=JSON, headers=headers)
+    return Response(answer.model_dump_json(by_alias=True), media_type=JSON)

@@ -100,8 +100,9 @@ def remember(
     idempotency_key must equal the header."""
     fields = body.model_dump(exclude_unset=True)
     result = operations.remember(store, key, fields, idempotency)
-    replayed = {"Idempotent-Replayed": "true"} if result.replayed else None
-    return model_answer(result, replayed)  # serialised once, in this thread
+    answer = model_answer(result)  # serialised once, in this thread
+    mark_replayed(answer, result.replayed)
+    return answer
 
 
 @router.get(
