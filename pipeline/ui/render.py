@@ -151,6 +151,7 @@ def click_key() -> str:
 
 templates.env.globals["page_link"] = page_link
 templates.env.globals["click_key"] = click_key
+templates.env.globals["idempotency_field"] = IDEMPOTENCY_FIELD
 templates.env.globals["trust_words"] = words.trust_words
 templates.env.filters["when"] = when
 templates.env.filters["source_words"] = words.source_words
