@@ -6,6 +6,7 @@ never in a test module or in conftest (tests/unit/test_layers.py checks it)."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
@@ -110,3 +111,16 @@ FULL_PUT: dict[str, Any] = {
     "idempotency_key": "put-full",
     "actor": "crm-import",
 }
+
+
+def three_session_catalog(folder: Path) -> Path:
+    """The support catalogue, but `answer_style` promoted after three sessions, not two: a
+    file in `folder`, for a consolidation under the stock catalogue to find newly eligible."""
+    default = (
+        Path(pipeline.__file__).parent.parent / "schemas" / "support_catalog.yaml"
+    ).read_text()
+    asked = "promotion: {times: 2, window: P30D}\n    synonyms: [concise"
+    assert asked in default
+    stricter = folder / "three.yaml"
+    stricter.write_text(default.replace(asked, asked.replace("times: 2", "times: 3")))
+    return stricter

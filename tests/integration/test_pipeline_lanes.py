@@ -12,7 +12,7 @@ import pipeline
 from pipeline.db.models import EpisodeRow
 from pipeline.db.store import Store, open_store
 from pipeline.settings import Settings
-from tests.factories import FrozenClock
+from tests.factories import FrozenClock, three_session_catalog
 from tests.integration.pipeline_helpers import TENANT, candidates, episode, holds
 
 
@@ -98,13 +98,7 @@ def test_consolidation_expires_stale_candidates_and_is_idempotent(
 def test_consolidation_promotes_what_became_eligible(tmp_path: Path) -> None:
     """The catalogue asked for three sessions; now it asks for two: the next consolidation
     promotes the candidate that two sessions already support."""
-    default = (
-        Path(pipeline.__file__).parent.parent / "schemas" / "support_catalog.yaml"
-    ).read_text()
-    asked = "promotion: {times: 2, window: P30D}\n    synonyms: [concise"
-    assert asked in default
-    stricter = tmp_path / "three.yaml"
-    stricter.write_text(default.replace(asked, asked.replace("times: 2", "times: 3")))
+    stricter = three_session_catalog(tmp_path)
     url = f"sqlite:///{tmp_path / 'eligible.sqlite3'}"
     strict = open_store(Settings(database_url=url, catalog_path=stricter))
     pipeline.ingest(strict, episode("I prefer concise answers.", "2026-06-01T09:00:00Z", "s1"))

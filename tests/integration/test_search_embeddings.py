@@ -36,7 +36,7 @@ from pipeline.errors import InvalidInput
 from pipeline.ledger.results import PutResult
 from pipeline.settings import load_settings
 from schemas.results import SearchResult, VectorArm
-from tests.factories import fact_command, isolated_settings, put_fact
+from tests.factories import fact_command, isolated_settings, put_fact, three_session_catalog
 from tests.integration.celery_helpers import wait_for
 from tests.integration.pipeline_helpers import episode
 from tests.integration.server_helpers import fact_body, start_server, stop_server
@@ -699,13 +699,7 @@ def test_a_consolidation_gets_the_vectors_of_its_promotions_and_expiries(
 ) -> None:
     """The catalogue asked three sessions of a preference, now two: the consolidation
     promotes the candidate two sessions support, and expires a fact whose retention passed."""
-    default = (
-        Path(pipeline.__file__).parent.parent / "schemas" / "support_catalog.yaml"
-    ).read_text()
-    asked = "promotion: {times: 2, window: P30D}\n    synonyms: [concise"
-    assert asked in default
-    stricter = tmp_path / "three.yaml"
-    stricter.write_text(default.replace(asked, asked.replace("times: 2", "times: 3")))
+    stricter = three_session_catalog(tmp_path)
     arm = {"embedding_model": MODEL, "embedding_base_url": stub.base_url}
     strict = open_store(isolated_settings(database_url=database_url, catalog_path=stricter, **arm))
     try:
