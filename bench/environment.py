@@ -55,8 +55,10 @@ def describe(url: str | None = None) -> list[str]:
 
 
 def server_settings(url: str) -> str:
-    """The PostgreSQL version and SERVER_SETTINGS of the server at `url`, on one line."""
-    with psycopg.connect(libpq_url(url), autocommit=True) as conn:
+    """The PostgreSQL version and SERVER_SETTINGS of the server at `url`, on one line (read
+    from its `postgres` database: a bench creates its own only after describing the machine)."""
+    server = str(sqlalchemy.make_url(url).set(database="postgres").render_as_string(False))
+    with psycopg.connect(libpq_url(server), autocommit=True) as conn:
         settings = {
             name: conn.execute(f"SHOW {name}").fetchone()[0]  # type: ignore[index]
             for name in SERVER_SETTINGS
