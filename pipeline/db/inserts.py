@@ -118,11 +118,7 @@ def insert_new(
         insert_new_rows = sqlite_insert(table).on_conflict_do_nothing()
         returned = insert_new_rows.returning(*(table.__table__.c[name] for name in returning))
         return [tuple(row) for row in connection.execute(returned, rows)]
-    arrays: list[list[Any]] = [[] for _ in columns]
-    for row in rows:
-        bound = _bound(connection, table, row)
-        for values, column in zip(arrays, columns, strict=True):
-            values.append(bound[column])
+    arrays = arrays_of(connection, table, columns, rows)
     import psycopg
 
     statement = _unnest_insert(table, columns, tuple(returning), connection.dialect)
@@ -137,19 +133,36 @@ def insert_new(
 def _unnest_insert(
     table: type[Base], columns: tuple[str, ...], returning: tuple[str, ...], dialect: Dialect
 ) -> str:
-    """INSERT ... SELECT FROM unnest of one array per column, typed by the columns' own types
-    (strings as text, so a value too long for its column is refused, not cut by the cast)."""
-    types = []
-    for name in columns:
-        kind = table.__table__.c[name].type
-        impl = kind.impl_instance if isinstance(kind, TypeDecorator) else kind
-        types.append("text" if isinstance(impl, String) else impl.compile(dialect=dialect))
-    arrays = ", ".join(f"%s::{kind}[]" for kind in types)
+    """INSERT ... SELECT FROM unnest of one array per column (`array_types`)."""
+    arrays = ", ".join(f"%s::{kind}[]" for kind in array_types(table, columns, dialect))
     listed = ", ".join(columns)
     return (
         f"INSERT INTO {table.__tablename__} ({listed}) SELECT * FROM unnest({arrays}) "
         f"ON CONFLICT DO NOTHING RETURNING {', '.join(returning)}"
     )
+
+
+def array_types(table: type[Base], columns: Sequence[str], dialect: Dialect) -> list[str]:
+    """The element type of each column's array as PostgreSQL names it: the column's own,
+    strings as text (so a value too long for its column is refused, not cut by the cast)."""
+    types = []
+    for name in columns:
+        kind = table.__table__.c[name].type
+        impl = kind.impl_instance if isinstance(kind, TypeDecorator) else kind
+        types.append("text" if isinstance(impl, String) else impl.compile(dialect=dialect))
+    return types
+
+
+def arrays_of(
+    connection: Connection, table: type[Base], columns: Sequence[str], rows: Rows
+) -> list[list[Any]]:
+    """One list per column of the rows' values, each as the driver must receive it."""
+    arrays: list[list[Any]] = [[] for _ in columns]
+    for row in rows:
+        bound = _bound(connection, table, row)
+        for values, column in zip(arrays, columns, strict=True):
+            values.append(bound[column])
+    return arrays
 
 
 def check_columns(table: FromClause, rows: Rows) -> None:

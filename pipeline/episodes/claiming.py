@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy import and_, or_, select, tuple_
 
 from pipeline.db.models import EpisodeRow
 from pipeline.db.unit import Unit
+from pipeline.db.updates import update_loaded
 from pipeline.episodes.claimed import Claimed
 from pipeline.episodes.dispatch import EpisodeKey
 from pipeline.episodes.records import as_episode, stated_on
@@ -59,26 +61,34 @@ def claim_waiting(unit: Unit, limit: int) -> list[Claimed]:
 
 def _take(unit: Unit, rows: Iterable[EpisodeRow]) -> list[Claimed]:
     now = unit.clock()
-    claimed = []
+    lease_until = now + timedelta(seconds=unit.settings.episode_lease_s)
     budget = unit.settings.episode_max_attempts
+    taken: list[tuple[EpisodeRow, dict[str, Any]]] = []
     for row in rows:
         if row.text is None:  # purged while it waited: nothing left to read
             row.status, row.last_error, row.finished_at = EpisodeStatus.FAILED, "purged", now
             continue
+        lost = row.lost_attempts
         if row.status == EpisodeStatus.PROCESSING:  # the last claim's lease ran out: lost
-            row.lost_attempts += 1
-        if row.lost_attempts >= budget:  # a crash (or a kill) each time: stop here for now
+            lost += 1
+        if lost >= budget:  # a crash (or a kill) each time: stop here for now
+            row.lost_attempts = lost
             row.status, row.finished_at = EpisodeStatus.FAILED, now
             row.error_kind = EpisodeError.RETRYABLE  # consolidation re-drives it
-            row.last_error = f"gave up after {row.lost_attempts} attempts that did not finish"
+            row.last_error = f"gave up after {lost} attempts that did not finish"
             row.lease_until = None
             continue
-        row.status = EpisodeStatus.PROCESSING
-        row.attempts += 1
-        row.started_at = now
-        row.lease_until = now + timedelta(seconds=unit.settings.episode_lease_s)
-        claimed.append(claimed_from(row))
-    return claimed
+        claim_of = {
+            "status": EpisodeStatus.PROCESSING,
+            "attempts": row.attempts + 1,
+            "lost_attempts": lost,
+            "started_at": now,
+            "lease_until": lease_until,
+        }
+        taken.append((row, claim_of))
+    # One statement for the batch's claims (`update_loaded`), not one a row.
+    update_loaded(unit.session, taken)
+    return [claimed_from(row) for row, _ in taken]
 
 
 def claimed_from(row: EpisodeRow) -> Claimed:

@@ -1,6 +1,7 @@
-"""`inserts.insert_new`, the intake's INSERT of many episodes: one array per column on
-PostgreSQL, SQLAlchemy's INSERT on SQLite; both skip a row whose key is taken, answer only
-the rows inserted, and store every field as SQLAlchemy's own INSERT would."""
+"""The writes of many rows by one array per column on PostgreSQL (SQLAlchemy's own on SQLite):
+`inserts.insert_new`, the intake's INSERT, skips a row whose key is taken, answers only the
+rows inserted and stores every field as SQLAlchemy's INSERT would; `updates.update_loaded`,
+the claim's UPDATE, leaves the rows and the ORM's view of them as assignments would."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sqlalchemy import insert, select
+from sqlalchemy import delete, insert, select
 from sqlalchemy.exc import DBAPIError
 
 from pipeline.db.inserts import insert_new
-from pipeline.db.models import EpisodeRow
+from pipeline.db.models import EPISODES, EpisodeRow
 from pipeline.db.store import Store, open_store
 from pipeline.db.unit import Unit
+from pipeline.db.updates import update_loaded
 from pipeline.episodes.records import new_row
 from pipeline.policy.decide import Lane
 from schemas.intake import EpisodeIn
@@ -70,7 +72,7 @@ def test_every_field_is_stored_as_sqlalchemys_insert_stores_it(store: Store) -> 
     theirs = [_row("theirs", **fields), _row("theirs-bare")]
     store.run(lambda unit: insert_new(unit.session, EpisodeRow, ours, KEY))
     theirs[0]["idempotency_key"] = "k-2"
-    store.run(lambda unit: unit.session.execute(insert(EpisodeRow.__table__), theirs))
+    store.run(lambda unit: unit.session.execute(insert(EPISODES), theirs))
     stored = _stored(store)
 
     def same(row: dict[str, Any]) -> dict[str, Any]:
@@ -104,5 +106,66 @@ def test_a_value_too_long_is_refused_not_cut(postgres_url: str) -> None:
         with pytest.raises(DBAPIError, match="too long"):
             store.run(lambda unit: insert_new(unit.session, EpisodeRow, [long], KEY))
         assert _stored(store) == {}
+    finally:
+        store.dispose()
+
+
+def _claimable(store: Store, count: int) -> None:
+    rows = [_row(f"e{number}") for number in range(count)]
+    store.run(lambda unit: insert_new(unit.session, EpisodeRow, rows, KEY))
+
+
+def test_update_loaded_writes_every_row_and_leaves_nothing_to_flush(store: Store) -> None:
+    _claimable(store, 3)
+    later = datetime(2026, 11, 29, 12, 5, tzinfo=UTC)
+
+    def claim(unit: Unit) -> list[tuple[str, str, int, Any]]:
+        rows = list(unit.session.scalars(select(EpisodeRow).order_by(EpisodeRow.episode_id)))
+        changes = [
+            (row, {"status": "processing", "attempts": row.attempts + number, "lease_until": later})
+            for number, row in enumerate(rows, start=1)
+        ]
+        update_loaded(unit.session, changes)
+        if store.is_postgres:  # written already: the ORM holds them as loaded
+            assert not unit.session.dirty
+        return [(row.episode_id, row.status, row.attempts, row.lease_until) for row in rows]
+
+    seen = store.run(claim)
+    stored = _stored(store)
+    assert seen == [
+        (episode_id, stored[episode_id]["status"], stored[episode_id]["attempts"], later)
+        for episode_id in ["e0", "e1", "e2"]
+    ]
+    assert [stored[e]["attempts"] for e in ["e0", "e1", "e2"]] == [1, 2, 3]
+    assert {stored[e]["lease_until"] for e in stored} == {later}
+
+
+def test_update_loaded_refuses_rows_of_unequal_columns(store: Store) -> None:
+    _claimable(store, 2)
+
+    def claim(unit: Unit) -> None:
+        first, second = unit.session.scalars(select(EpisodeRow).order_by(EpisodeRow.episode_id))
+        update_loaded(unit.session, [(first, {"attempts": 1}), (second, {"status": "done"})])
+
+    with pytest.raises(ValueError, match="each with the same columns"):
+        store.run(claim)
+    assert {row["attempts"] for row in _stored(store).values()} == {0}
+
+
+@pytest.mark.postgres
+def test_update_loaded_refuses_a_row_that_is_gone(postgres_url: str) -> None:
+    empty_database(postgres_url)
+    store = open_store(isolated_settings(database_url=postgres_url))
+    try:
+        _claimable(store, 2)
+
+        def claim(unit: Unit) -> None:
+            rows = list(unit.session.scalars(select(EpisodeRow)))
+            unit.session.execute(delete(EpisodeRow).where(EpisodeRow.episode_id == "e1"))
+            update_loaded(unit.session, [(row, {"attempts": 1}) for row in rows])
+
+        with pytest.raises(RuntimeError, match="1 of 2 rows updated"):
+            store.run(claim)
+        assert {row["attempts"] for row in _stored(store).values()} == {0}
     finally:
         store.dispose()
