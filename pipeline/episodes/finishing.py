@@ -21,6 +21,7 @@ from sqlalchemy.orm import load_only
 from pipeline.db.models import EPISODES, EpisodeRow
 from pipeline.db.store import Store
 from pipeline.db.unit import Unit
+from pipeline.db.updates import update_loaded
 from pipeline.episodes.claimed import Claimed, Extracted, Outcome
 from pipeline.episodes.dispatch import EpisodeKey
 from pipeline.episodes.records import insert_new
@@ -73,6 +74,8 @@ def finish(
         if row.attempts == tokens[(row.tenant_id, row.episode_id)]
     }
     outcomes: dict[EpisodeKey, Outcome] = {}
+    # Each row's new columns, grouped by which they are: one UPDATE a group (`update_loaded`).
+    finished: dict[tuple[str, ...], list[tuple[EpisodeRow, dict[str, Any]]]] = {}
     for item in claimed:
         row = rows.get(item.key)
         if row is None:
@@ -84,16 +87,20 @@ def finish(
             spent_before = {"earlier": (spent_before or {}).get("earlier", [])}
         if isinstance(result, ExtractionResult):
             with spans.current(item.key) if spans is not None else nullcontext():
-                outcomes[item.key] = _apply(unit, row, item, result)
+                outcomes[item.key], columns = _apply(unit, item, result)
         else:
-            outcomes[item.key] = _failed(unit, row, result)
-        if row.usage is not None and row.usage is not spent_before:  # this try recorded its spend
-            row.usage = with_earlier(row.usage, spent_before)
-        row.lease_until = None
-        if row.status != EpisodeStatus.PENDING:
-            row.finished_at = now
-        if row.status == EpisodeStatus.DONE:
+            outcomes[item.key], columns = _failed(unit, row, result)
+        usage = columns.get("usage", row.usage)
+        if usage is not None and usage is not spent_before:  # this try recorded its spend
+            columns["usage"] = with_earlier(usage, spent_before)
+        columns["lease_until"] = None
+        if columns["status"] != EpisodeStatus.PENDING:
+            columns["finished_at"] = now
+        if columns["status"] == EpisodeStatus.DONE:
             unit.written.episode(*item.key)
+        finished.setdefault(tuple(columns), []).append((row, columns))
+    for group in finished.values():
+        update_loaded(unit.session, group)
     decided = {item.key: item.episode.subject for item in claimed if outcomes[item.key].decisions}
     lost = forgotten_meanwhile(
         unit, {key: (subject, rows[key].received_at) for key, subject in decided.items()}
@@ -221,11 +228,11 @@ def with_earlier(spent: dict[str, Any], before: dict[str, Any] | None) -> dict[s
     return spent | {"earlier": earlier} if earlier else spent
 
 
-def _apply(unit: Unit, row: EpisodeRow, item: Claimed, result: ExtractionResult) -> Outcome:
+def _apply(unit: Unit, item: Claimed, result: ExtractionResult) -> tuple[Outcome, dict[str, Any]]:
+    """The episode decided, and its row's new columns."""
     decisions = decide_episode(unit, item.origin, result)
-    for column, value in done_columns(result).items():
-        setattr(row, column, value)
-    return Outcome(ReceiptStatus.DONE, decisions=decisions, extraction=result)
+    outcome = Outcome(ReceiptStatus.DONE, decisions=decisions, extraction=result)
+    return outcome, done_columns(result)
 
 
 def decide_episode(unit: Unit, origin: Provenance, result: ExtractionResult) -> list[Decision]:
@@ -285,16 +292,22 @@ def _record(
     )
 
 
-def _failed(unit: Unit, row: EpisodeRow, error: BaseException) -> Outcome:
+def _failed(unit: Unit, row: EpisodeRow, error: BaseException) -> tuple[Outcome, dict[str, Any]]:
+    """The episode failed (or waits for a retry), and its row's new columns."""
     retryable = isinstance(error, RetryableError)
     failed_attempts = row.attempts - row.lost_attempts  # this one included
     again = retryable and failed_attempts < unit.settings.episode_max_attempts
-    row.status = EpisodeStatus.PENDING if again else EpisodeStatus.FAILED
-    row.last_error = describe(error)
-    row.error_kind = EpisodeError.RETRYABLE if retryable else EpisodeError.PERMANENT
+    columns: dict[str, Any] = {
+        "status": EpisodeStatus.PENDING if again else EpisodeStatus.FAILED,
+        "last_error": describe(error),
+        "error_kind": EpisodeError.RETRYABLE if retryable else EpisodeError.PERMANENT,
+    }
     if isinstance(error, LlmFailure):
-        row.usage = error.usage.model_dump(mode="json")
-    return Outcome(ReceiptStatus(row.status), row.last_error, error_type=type(error).__name__)
+        columns["usage"] = error.usage.model_dump(mode="json")
+    outcome = Outcome(
+        ReceiptStatus(columns["status"]), columns["last_error"], error_type=type(error).__name__
+    )
+    return outcome, columns
 
 
 def describe(error: BaseException) -> str:
