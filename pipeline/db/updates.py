@@ -49,7 +49,9 @@ def update_loaded(session: Session, changes: Changes) -> None:
     statement = _unnest_update(table, keys, columns, connection.dialect)
     try:
         with pipelined.driver_of(connection).cursor() as cursor:
-            updated = cursor.execute(statement, arrays).rowcount
+            # Planned for its own arrays each time: psycopg's prepared form, after five uses,
+            # gets PostgreSQL's generic plan, which took 2.8 ms where this takes 2.1 (32 rows).
+            updated = cursor.execute(statement, arrays, prepare=False).rowcount
     except psycopg.Error as error:  # typed as SQLAlchemy's would be, for the store's retries
         raise pipelined.as_sqlalchemy(connection, statement, error) from None
     if updated != len(changes):  # the rows are this transaction's: each must be there
