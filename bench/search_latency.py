@@ -3,8 +3,9 @@
     .venv/bin/python bench/search_latency.py [--questions 200] [--postgres URL]
 
 LoCoMo's turns are the episodes: the first 600 of them in one scope (its conversations hold
-369 to 689 turns each) and all ten conversations' (5,882) in another; LoCoMo's questions are the queries, facts and episodes
-both searched. p50/p99 of `pipeline.search` as a caller sees it (Python included).
+369 to 689 turns each) and all ten conversations' (5,882) in another; LoCoMo's questions are
+the queries, facts and episodes both searched. p50/p99 of `pipeline.search` as a caller sees
+it (Python included).
 """
 
 from __future__ import annotations
