@@ -5,6 +5,7 @@ the claim's UPDATE, leaves the rows and the ORM's view of them as assignments wo
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -96,18 +97,22 @@ def test_rows_must_name_the_same_columns(store: Store) -> None:
     assert _stored(store) == {}
 
 
-@pytest.mark.postgres
-def test_a_value_too_long_is_refused_not_cut(postgres_url: str) -> None:
-    """The arrays are cast to text, not to the columns' VARCHAR(n), which would cut."""
+@pytest.fixture
+def postgres_store(postgres_url: str) -> Iterator[Store]:
+    """An empty PostgreSQL store, for what only PostgreSQL checks."""
     empty_database(postgres_url)
     store = open_store(isolated_settings(database_url=postgres_url))
-    try:
-        long = _row("e1") | {"agent_id": "a" * 201}
-        with pytest.raises(DBAPIError, match="too long"):
-            store.run(lambda unit: insert_new(unit.session, EpisodeRow, [long], KEY))
-        assert _stored(store) == {}
-    finally:
-        store.dispose()
+    yield store
+    store.dispose()
+
+
+@pytest.mark.postgres
+def test_a_value_too_long_is_refused_not_cut(postgres_store: Store) -> None:
+    """The arrays are cast to text, not to the columns' VARCHAR(n), which would cut."""
+    long = _row("e1") | {"agent_id": "a" * 201}
+    with pytest.raises(DBAPIError, match="too long"):
+        postgres_store.run(lambda unit: insert_new(unit.session, EpisodeRow, [long], KEY))
+    assert _stored(postgres_store) == {}
 
 
 def _claimable(store: Store, count: int) -> None:
@@ -153,19 +158,14 @@ def test_update_loaded_refuses_rows_of_unequal_columns(store: Store) -> None:
 
 
 @pytest.mark.postgres
-def test_update_loaded_refuses_a_row_that_is_gone(postgres_url: str) -> None:
-    empty_database(postgres_url)
-    store = open_store(isolated_settings(database_url=postgres_url))
-    try:
-        _claimable(store, 2)
+def test_update_loaded_refuses_a_row_that_is_gone(postgres_store: Store) -> None:
+    _claimable(postgres_store, 2)
 
-        def claim(unit: Unit) -> None:
-            rows = list(unit.session.scalars(select(EpisodeRow)))
-            unit.session.execute(delete(EpisodeRow).where(EpisodeRow.episode_id == "e1"))
-            update_loaded(unit.session, [(row, {"attempts": 1}) for row in rows])
+    def claim(unit: Unit) -> None:
+        rows = list(unit.session.scalars(select(EpisodeRow)))
+        unit.session.execute(delete(EpisodeRow).where(EpisodeRow.episode_id == "e1"))
+        update_loaded(unit.session, [(row, {"attempts": 1}) for row in rows])
 
-        with pytest.raises(RuntimeError, match="1 of 2 rows updated"):
-            store.run(claim)
-        assert {row["attempts"] for row in _stored(store).values()} == {0}
-    finally:
-        store.dispose()
+    with pytest.raises(RuntimeError, match="1 of 2 rows updated"):
+        postgres_store.run(claim)
+    assert {row["attempts"] for row in _stored(postgres_store).values()} == {0}
