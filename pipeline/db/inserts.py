@@ -119,14 +119,8 @@ def insert_new(
         returned = insert_new_rows.returning(*(table.__table__.c[name] for name in returning))
         return [tuple(row) for row in connection.execute(returned, rows)]
     arrays = arrays_of(connection, table, columns, rows)
-    import psycopg
-
     statement = _unnest_insert(table, columns, tuple(returning), connection.dialect)
-    try:
-        with pipelined.driver_of(connection).cursor() as cursor:
-            return [tuple(row) for row in cursor.execute(statement, arrays).fetchall()]
-    except psycopg.Error as error:  # typed as SQLAlchemy's would be, for the store's retries
-        raise pipelined.as_sqlalchemy(connection, statement, error) from None
+    return pipelined.execute(connection, statement, arrays)[1]
 
 
 @cache

@@ -65,6 +65,23 @@ def pipeline(
         raise as_sqlalchemy(connection, what, error) from None
 
 
+def execute(
+    connection: Connection, statement: str, params: Any, *, prepare: bool | None = None
+) -> tuple[int, list[tuple[Any, ...]]]:
+    """`statement` (psycopg's `%s` placeholders) by the driver itself, in the connection's
+    transaction: the rows it affected and those it returned. `prepare`: psycopg's (None: after
+    five uses). Errors raised as SQLAlchemy's (see above)."""
+    import psycopg
+
+    try:
+        with driver_of(connection).cursor() as cursor:
+            cursor.execute(statement, params, prepare=prepare)
+            returned = cursor.fetchall() if cursor.description is not None else []
+            return cursor.rowcount, [tuple(row) for row in returned]
+    except psycopg.Error as error:
+        raise as_sqlalchemy(connection, statement, error) from None
+
+
 def as_sqlalchemy(connection: Connection, what: str, error: Exception) -> StatementError:
     """A psycopg error of `what` (a statement, or what the pipeline did) as SQLAlchemy would
     raise it (see above); also for the reads of `driver_reads.py`."""

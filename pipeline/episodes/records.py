@@ -9,8 +9,8 @@ import uuid
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from pipeline.db.inserts import check_columns
-from pipeline.db.models import EPISODES, EpisodeRow
+from pipeline.db import inserts
+from pipeline.db.models import EpisodeRow
 from pipeline.db.unit import Unit
 from pipeline.policy.decide import Lane, episode_trust
 from schemas.episodes import Episode, SourceKind
@@ -25,11 +25,7 @@ def text_hash(text: str) -> str:
 
 def insert_new(unit: Unit, row: dict[str, Any]) -> bool:
     """Store the episode unless it was received before (its id or idempotency key)."""
-    check_columns(EPISODES, [row])
-    inserted = unit.session.execute(
-        unit.backend.insert_new(EPISODES).returning(EpisodeRow.episode_id), [row]
-    ).first()
-    return inserted is not None
+    return bool(inserts.insert_new(unit.session, EpisodeRow, [row], ("episode_id",)))
 
 
 def new_row(
