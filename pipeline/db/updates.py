@@ -18,7 +18,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from pipeline.db import pipelined
 from pipeline.db.base import Base
-from pipeline.db.inserts import array_types, arrays_of
+from pipeline.db.inserts import array_parameters, arrays_of
 
 Changes = Sequence[tuple[Base, dict[str, Any]]]
 
@@ -75,7 +75,7 @@ def _unnest_update(
 ) -> str:
     name = table.__tablename__
     every = (*keys, *columns)
-    arrays = ", ".join(f"%s::{kind}[]" for kind in array_types(table, every, dialect))
+    arrays = array_parameters(table, every, dialect)
     assigned = ", ".join(f"{column} = v.{column}" for column in columns)
     matched = " AND ".join(f"{name}.{key} = v.{key}" for key in keys)
     return (
