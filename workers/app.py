@@ -35,7 +35,6 @@ if setup_tracing(settings, "sgam-worker"):
     worker_shutdown.connect(lambda **_: tracing.shutdown(), weak=False)
 
 
-
 @worker_init.connect(weak=False)
 def _compile_rules(**_: object) -> None:
     """The catalogue's rules compiled before the pool forks, once: each child would otherwise
