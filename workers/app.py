@@ -35,7 +35,6 @@ if setup_tracing(settings, "sgam-worker"):
     worker_shutdown.connect(lambda **_: tracing.shutdown(), weak=False)
 
 
-@worker_init.connect(weak=False)
 def _compile_rules(**_: object) -> None:
     """The catalogue's rules compiled before the pool forks, once: each child would otherwise
     compile them (about a quarter of a second of CPU) on its first episodes."""
@@ -43,6 +42,9 @@ def _compile_rules(**_: object) -> None:
     from pipeline.extract.backends import rules_for
 
     rules_for(load_catalog(settings.catalog_path, settings.catalog), settings.dates_day_first)
+
+
+worker_init.connect(_compile_rules, weak=False)
 
 
 app = Celery("sgam", broker=settings.broker_url, include=["workers.tasks"])
