@@ -63,6 +63,39 @@ def batch(session: Session) -> Iterator[Flush]:
         session.info.pop(_FIRST, None)
 
 
+@contextmanager
+def sending_early(session: Session) -> Iterator[Callable[[], None] | None]:
+    """Inside a large batch on PostgreSQL, a `send` that puts what the batch queued so far
+    (its statements to run first, then its inserts, in queue order) on the wire at once,
+    without waiting for the server (`pipelined.early`): it inserts one part while the batch
+    decides the next, where a batch that sends everything at its end leaves the server idle
+    while it decides and itself idle while the server inserts. What is left queued goes at
+    the batch's end. A caller must no longer change a row once sent (`PendingWrites.sent`).
+    Elsewhere there is no `send` (None): SQLite writes the whole batch at its end."""
+    connection = session.connection()
+    if connection.dialect.name != "postgresql" or _PENDING not in session.info:
+        yield None
+        return
+    flush: Flush = session.info[_FIRST]
+    with pipelined.early(connection, "the inserts sent early") as sender:
+
+        def send() -> None:
+            queued: list[tuple[type[Base], Rows]] = session.info[_PENDING]
+            if not queued and not flush.first:
+                return
+            driver = sender()
+            for statement, values in flush.first:
+                _raw(driver, statement, values)
+            for table, rows in _by_table(queued):
+                columns = tuple(rows[0])
+                arrays = arrays_of(connection, table, columns, rows)
+                driver.cursor().execute(_unnest_append(table, columns, connection.dialect), arrays)
+            flush.first.clear()
+            queued.clear()
+
+        yield send
+
+
 def first(session: Session, statement: str, values: list[Any]) -> None:
     """Run a raw Postgres statement (`$n` placeholders) before the batch's inserts, in their
     round trip; outside a batch, at once."""
@@ -124,6 +157,16 @@ def insert_new(
 
 
 @cache
+def _unnest_append(table: type[Base], columns: tuple[str, ...], dialect: Dialect) -> str:
+    """INSERT ... SELECT FROM unnest of one array per column, every row."""
+    listed = ", ".join(columns)
+    return (
+        f"INSERT INTO {table.__tablename__} ({listed}) "
+        f"SELECT * FROM unnest({array_parameters(table, columns, dialect)})"
+    )
+
+
+@cache
 def _unnest_insert(
     table: type[Base], columns: tuple[str, ...], returning: tuple[str, ...], dialect: Dialect
 ) -> str:
@@ -181,12 +224,7 @@ def _columns(table: FromClause) -> frozenset[str]:
 
 
 def _insert(session: Session, queued: list[tuple[type[Base], Rows]], flush: Flush) -> None:
-    # Each table's rows in queue order: the order of the CTEs themselves is up to Postgres,
-    # the order of rows within one INSERT or COPY (and so of event ids) is not.
-    by_table: dict[type[Base], Rows] = {}
-    for table, rows in queued:
-        by_table.setdefault(table, []).extend(rows)
-    pending = list(by_table.items())
+    pending = _by_table(queued)
     connection = session.connection()
     if connection.dialect.name != "postgresql":
         assert not flush.first, "statements run first are Postgres statements"
@@ -217,6 +255,15 @@ def _insert(session: Session, queued: list[tuple[type[Base], Rows]], flush: Flus
             _raw(driver, before, before_values)
         if pending:
             _raw(driver, statement, values)
+
+
+def _by_table(queued: list[tuple[type[Base], Rows]]) -> list[tuple[type[Base], Rows]]:
+    # Each table's rows in queue order: the order of the CTEs themselves is up to Postgres,
+    # the order of rows within one INSERT or COPY (and so of event ids) is not.
+    by_table: dict[type[Base], Rows] = {}
+    for table, rows in queued:
+        by_table.setdefault(table, []).extend(rows)
+    return list(by_table.items())
 
 
 def _bound(connection: Connection, table: type[Base], row: dict[str, Any]) -> dict[str, Any]:

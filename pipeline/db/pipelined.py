@@ -18,12 +18,12 @@ timeout is BUSY, an exclusion violation a conflict) and never shows the bound va
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, event
 from sqlalchemy.exc import DBAPIError, StatementError
 
 if TYPE_CHECKING:
@@ -31,9 +31,64 @@ if TYPE_CHECKING:
 
 
 def driver_of(connection: Connection) -> psycopg.Connection[Any]:
+    """The driver connection, owed nothing: an early pipeline left open on it is ended first
+    (`settle`)."""
+    settle(connection)
+    return _driver(connection)
+
+
+def _driver(connection: Connection) -> psycopg.Connection[Any]:
     driver = connection.connection.driver_connection
     assert driver is not None, "a connection in a transaction has its driver connection"
     return driver  # type: ignore[no-any-return]
+
+
+_EARLY = "sgam_early_pipeline"
+
+
+@contextmanager
+def early(connection: Connection, what: str) -> Iterator[Callable[[], psycopg.Connection[Any]]]:
+    """For the block, a `sender` that answers the driver connection in pipeline mode: what is
+    queued on it goes to the server at once and is not waited for. The pipeline stays open
+    between sends, until anything else uses the connection (a SQLAlchemy statement, or
+    `driver_of`), which first reads every answer owed (`settle`), or the block ends. The
+    connection's transaction must be open. Errors are raised as SQLAlchemy's (see above)."""
+
+    def sender() -> psycopg.Connection[Any]:
+        if _EARLY not in connection.info:
+            opened = _driver(connection).pipeline()
+            opened.__enter__()
+            connection.info[_EARLY] = (opened, what)
+        return _driver(connection)
+
+    def before_statement(*_: Any) -> None:
+        settle(connection)
+
+    event.listen(connection, "before_cursor_execute", before_statement)
+    try:
+        yield sender
+    except BaseException as problem:
+        opened, _ = connection.info.pop(_EARLY, (None, ""))
+        if opened is not None:  # psycopg logs what it cannot end, and `problem` goes on
+            opened.__exit__(type(problem), problem, problem.__traceback__)
+        raise
+    else:
+        settle(connection)
+    finally:
+        event.remove(connection, "before_cursor_execute", before_statement)
+
+
+def settle(connection: Connection) -> None:
+    """End the connection's early pipeline, if one is open, reading every answer it owes."""
+    import psycopg
+
+    opened, what = connection.info.pop(_EARLY, (None, ""))
+    if opened is None:
+        return
+    try:
+        opened.__exit__(None, None, None)
+    except psycopg.Error as error:
+        raise as_sqlalchemy(connection, what, error) from None
 
 
 @contextmanager

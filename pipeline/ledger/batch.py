@@ -15,7 +15,8 @@ as every other unit of work's do: neither waits for the endpoint or fails becaus
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from functools import partial
 from itertools import islice
 from typing import Any
@@ -91,13 +92,31 @@ def write_many(
         return [command for command in parsed if not isinstance(command, PutFact)]
     batch = _Batch(unit, valid)
     with inserts.batch(unit.session) as flush:
-        outcomes = [
-            batch.write(command) if isinstance(command, PutFact) else command for command in parsed
-        ]
+        outcomes = []
+        with _early(unit, len(valid)) as send:
+            for number, command in enumerate(parsed, start=1):
+                outcomes.append(batch.write(command) if isinstance(command, PutFact) else command)
+                if send is not None and number % _SENT_EVERY == 0:
+                    batch.pending.close_replaced()
+                    send()
+                    batch.pending.sent()
         batch.pending.close_replaced()
         # Never when an outcome is to be raised: `put` raises it, and the unit rolls back.
         flush.commit = commits and all(isinstance(o, PutResult | ConflictError) for o in outcomes)
     return outcomes
+
+
+# A batch of more commands than this sends its writes in parts of `_SENT_EVERY` as it decides
+# them (`inserts.sending_early`): on PostgreSQL, where deciding 1,000 new facts took about as
+# long as the server took to insert them, the two now overlap.
+_SEND_EARLY_ABOVE = 256
+_SENT_EVERY = 128
+
+
+def _early(unit: Unit, commands: int) -> AbstractContextManager[Callable[[], None] | None]:
+    if commands <= _SEND_EARLY_ABOVE:
+        return nullcontext()
+    return inserts.sending_early(unit.session)
 
 
 def _parsed(command: Command) -> PutFact | InvalidInput:

@@ -71,6 +71,11 @@ class PendingWrites:
             connection.execute(CLOSE_VERSION, self._closes)
         self._closes = []
 
+    def sent(self) -> None:
+        """The queued versions went to the database (`inserts.sending_early`): one replaced
+        from now on is closed there, like a version stored before the batch."""
+        self._queued.clear()
+
     def _close(self, fact_id: str, now: datetime) -> None:
         queued = self._queued.get(fact_id)
         if queued is not None:

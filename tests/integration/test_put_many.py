@@ -9,6 +9,7 @@ the random lists must hit, so a failure there reads as a sentence.
 from __future__ import annotations
 
 import os
+import random
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -526,6 +527,48 @@ def test_two_tenants_and_subjects_interleaved_across_chunk_boundaries(pair: Pair
     ]
     outcomes = pair.run([batch], chunk=3)
     assert kinds(outcomes) == ["written=True"] * 8 + ["FactConflict"] * 4
+
+
+def long_batch(seed: int, size: int) -> list[dict[str, Any]]:
+    """`size` commands over the few keys of the random lists: new values, rivals on an earlier
+    command's key and start, exact repeats and idempotency keys, so that facts written in one
+    part of a long batch are superseded, joined and repeated in later parts."""
+    rng = random.Random(seed)
+    drawn: list[dict[str, Any]] = []
+    for _ in range(size):
+        attribute = rng.choice(sorted(VALUES))
+        if drawn and rng.random() < 0.1:
+            command = dict(rng.choice(drawn))  # an exact repeat
+        elif drawn and rng.random() < 0.3:
+            earlier = rng.choice(drawn)
+            command = {
+                name: earlier[name] for name in ("tenant_id", "subject", "attribute", "valid_from")
+            } | {"value": rng.choice(VALUES[earlier["attribute"]]), "source_episode_id": "rival"}
+        else:
+            command = {
+                "tenant_id": rng.choice(TENANTS),
+                "subject": rng.choice(SUBJECTS),
+                "attribute": attribute,
+                "value": rng.choice(VALUES[attribute]),
+                "valid_from": INSTANTS[0] + timedelta(hours=rng.randrange(2000)),
+                "source_episode_id": f"ep{rng.randrange(4)}",
+                "trust": rng.choice(TRUST),
+            }
+            if rng.random() < 0.1:
+                command["idempotency_key"] = f"k{rng.randrange(40)}"
+        drawn.append(command)
+    return drawn
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_long_batch_sent_in_parts_equals_sequential_puts(pair: Pair, seed: int) -> None:
+    # Past batch._SEND_EARLY_ABOVE commands, PostgreSQL gets the writes in parts as they are
+    # decided: a fact inserted by one part and superseded in a later one is closed in the
+    # database, not in memory.
+    batch = long_batch(seed, 700)
+    outcomes = pair.run([batch], chunk=None)
+    assert {type(o).__name__ for o in outcomes} >= {"PutResult", "FactConflict"}
+    assert any(isinstance(o, PutResult) and not o.written for o in outcomes)
 
 
 # -- the call itself -----------------------------------------------------------------------------
