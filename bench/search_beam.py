@@ -29,6 +29,8 @@ from extract_beam import DEFAULT_BEAM, chat_file, messages
 from search_runs import (
     DEFAULT_POSTGRES,
     Bm25Reference,
+    add_embedding_options,
+    embedding_settings,
     mean,
     percentiles,
     recall,
@@ -189,21 +191,9 @@ def main() -> None:
     parser.add_argument("--beam", type=Path, default=DEFAULT_BEAM)
     parser.add_argument("--postgres", default=DEFAULT_POSTGRES)
     parser.add_argument("--backends", default="sqlite,postgresql")
-    parser.add_argument("--embedding-url", help="an OpenAI-compatible /v1 (default: arm off)")
-    parser.add_argument("--embedding-model", default="all-MiniLM-L6-v2")
-    parser.add_argument(
-        "--embedding-timeout", type=float, default=300.0, help="seconds per request (a CPU model)"
-    )
-    parser.add_argument("--embedding-batch", type=int, default=16, help="texts per request")
+    add_embedding_options(parser)
     options = parser.parse_args()
-    embedding: dict[str, Any] | None = None
-    if options.embedding_url:
-        embedding = {
-            "embedding_base_url": options.embedding_url,
-            "embedding_model": options.embedding_model,
-            "embedding_timeout_s": options.embedding_timeout,
-            "embedding_batch": options.embedding_batch,
-        }
+    embedding = embedding_settings(options)
     for backend in options.backends.split(","):
         figures = run(backend, options.beam, options.postgres, embedding)
         print(json.dumps(figures, indent=2), flush=True)

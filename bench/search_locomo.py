@@ -9,6 +9,10 @@ turns among the episodes found, and the context recall at 500 tokens (the share 
 turns cited by a fact of `sgam context --query`), each beside the plain-Python BM25 reference
 of the same run (facts ranked over value + evidence, taken whole while they fit, in the same
 lines). Latency per search on each store.
+
+With --embedding-url (an OpenAI-compatible /v1/embeddings, e.g. bench/embedding_server.py),
+the embedding arm is on: turns and facts get their vectors once loaded, and each question is
+also asked of the same store with the arm off (`lexical_*` figures), in the same run.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from typing import Any
 from search_runs import (
     DEFAULT_POSTGRES,
     Bm25Reference,
+    add_embedding_options,
+    embedding_settings,
     mean,
     percentiles,
     recall,
@@ -33,6 +39,7 @@ from search_runs import (
 
 import pipeline
 from pipeline.db.store import Store
+from pipeline.embedding.vectors import fill_missing
 from pipeline.read.context import estimate_tokens
 
 DEFAULT_LOCOMO = Path(__file__).resolve().parents[2] / "shared/data/locomo/locomo10.json"
@@ -95,14 +102,24 @@ def load(store: Store, sample: dict[str, Any]) -> tuple[dict[str, str], dict[str
     return turns, facts
 
 
-def run(backend: str, path: Path, postgres: str, samples: int = 10) -> dict[str, Any]:
+def run(
+    backend: str,
+    path: Path,
+    postgres: str,
+    samples: int = 10,
+    embedding: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     data = json.loads(path.read_text(encoding="utf-8"))[:samples]
     rows: dict[int, list[dict[str, float]]] = defaultdict(list)
     laps: list[float] = []
-    with scratch_store(backend, postgres, CATALOG) as store:
+    with scratch_store(backend, postgres, CATALOG, **(embedding or {})) as store:
+        lexical = Store(store.settings.model_copy(update={"embedding_model": None}))
         for sample in data:
             subject = f"c{sample['sample_id'].split('-')[-1]}"
             turns, facts = load(store, sample)
+            if embedding is not None:
+                left = fill_missing(store, tenant_ids=["locomo"])
+                assert not left.failed, "the embedding endpoint failed"
             turn_reference = Bm25Reference(turns)
             fact_reference = Bm25Reference(facts)
             sources = {
@@ -123,18 +140,29 @@ def run(backend: str, path: Path, postgres: str, samples: int = 10) -> dict[str,
                 context = pipeline.assemble(store, scope | {"query": text, "budget_tokens": BUDGET})
                 cited = [item.source_episode_id for item in context.items]
                 reference_cited = _reference_context(fact_reference, store, subject, text, sources)
-                rows[question["category"]].append(
-                    {
-                        "sgam@5": recall(ranked[:5], wanted),
-                        "sgam@10": recall(ranked, wanted),
-                        "bm25@5": recall(plain[:5], wanted),
-                        "bm25@10": recall(plain, wanted),
-                        "context": recall(cited, wanted),
-                        "bm25_context": recall(reference_cited, wanted),
-                    }
-                )
+                row = {
+                    "sgam@5": recall(ranked[:5], wanted),
+                    "sgam@10": recall(ranked, wanted),
+                    "bm25@5": recall(plain[:5], wanted),
+                    "bm25@10": recall(plain, wanted),
+                    "context": recall(cited, wanted),
+                    "bm25_context": recall(reference_cited, wanted),
+                }
+                if embedding is not None:
+                    alone = [e.episode_id for e in pipeline.search(lexical, asked).episodes]
+                    plain_context = pipeline.assemble(
+                        lexical, scope | {"query": text, "budget_tokens": BUDGET}
+                    )
+                    row["lexical@10"] = recall(alone, wanted)
+                    row["lexical_context"] = recall(
+                        [item.source_episode_id for item in plain_context.items], wanted
+                    )
+                rows[question["category"]].append(row)
+        lexical.dispose()
     every = [row for group in rows.values() for row in group]
-    keys = ("sgam@5", "sgam@10", "bm25@5", "bm25@10", "context", "bm25_context")
+    keys: tuple[str, ...] = ("sgam@5", "sgam@10", "bm25@5", "bm25@10", "context", "bm25_context")
+    if embedding is not None:
+        keys += ("lexical@10", "lexical_context")
     return {
         "backend": backend,
         "questions": len(every),
@@ -173,9 +201,11 @@ def main() -> None:
     parser.add_argument("--postgres", default=DEFAULT_POSTGRES)
     parser.add_argument("--backends", default="sqlite,postgresql")
     parser.add_argument("--samples", type=int, default=10, help="the first N conversations")
+    add_embedding_options(parser)
     options = parser.parse_args()
+    embedding = embedding_settings(options)
     for backend in options.backends.split(","):
-        figures = run(backend, options.locomo, options.postgres, options.samples)
+        figures = run(backend, options.locomo, options.postgres, options.samples, embedding)
         print(json.dumps(figures, indent=2), flush=True)
 
 

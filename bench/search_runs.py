@@ -7,6 +7,7 @@ same stop words dropped, no stemming: what a search without SGAM's index would r
 
 from __future__ import annotations
 
+import argparse
 import math
 import statistics
 import tempfile
@@ -104,3 +105,25 @@ def percentiles(laps: Sequence[float]) -> dict[str, float]:
 
 def mean(values: Sequence[float]) -> float:
     return round(statistics.fmean(values), 3) if values else float("nan")
+
+
+def add_embedding_options(parser: argparse.ArgumentParser) -> None:
+    """The embedding arm's options of a search benchmark (off unless --embedding-url)."""
+    parser.add_argument("--embedding-url", help="an OpenAI-compatible /v1 (default: arm off)")
+    parser.add_argument("--embedding-model", default="all-MiniLM-L6-v2")
+    parser.add_argument(
+        "--embedding-timeout", type=float, default=300.0, help="seconds per request (a CPU model)"
+    )
+    parser.add_argument("--embedding-batch", type=int, default=16, help="texts per request")
+
+
+def embedding_settings(options: argparse.Namespace) -> dict[str, Any] | None:
+    """The store settings that turn the arm on, or None without --embedding-url."""
+    if not options.embedding_url:
+        return None
+    return {
+        "embedding_base_url": options.embedding_url,
+        "embedding_model": options.embedding_model,
+        "embedding_timeout_s": options.embedding_timeout,
+        "embedding_batch": options.embedding_batch,
+    }

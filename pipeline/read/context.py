@@ -5,8 +5,10 @@ first); ranking comes after: an exact attribute or synonym match with the query,
 fact's relevance to the query, then confidence, then recency. Relevance is the search read's
 BM25 of the fact (its attribute, value and evidence) over the scope, plus BESIDE times the
 better BM25 of the turns said just before and after its source episode: a fact read from an
-answer is found through the question beside it. Episodes enter only when asked (`episodes`),
-after the facts, each labelled with when it was said, best match first. Facts are taken
+answer is found through the question beside it. With the embedding arm, that ranking is
+fused with the facts' cosine to the query by reciprocal rank, as the search read fuses.
+Episodes enter only when asked (`episodes`), after the facts, each labelled with when it was
+said, best match first. Facts are taken
 whole in that order while they fit the token budget; one that does not fit is skipped, so a
 long low-ranked fact never crowds out shorter ones behind it.
 
@@ -33,6 +35,7 @@ from pydantic import BaseModel, Field, computed_field
 from pipeline.db.store import Store
 from pipeline.read.facts import SubjectQuery, get
 from pipeline.read.search import Relevance, relevance, search
+from pipeline.read.search_vectors import fuse
 from pipeline.validation import parse
 from schemas.catalog import Catalog
 from schemas.facts import Fact
@@ -108,10 +111,10 @@ def assemble(
             "subject": query.subject,
         },
     )
-    scores = _relevance(store, query)
+    scores = _scores(_relevance(store, query), facts)
     ranked = sorted(
         facts,
-        key=lambda fact: rank(fact, query.query, store.catalog, _score(scores, fact)),
+        key=lambda fact: rank(fact, query.query, store.catalog, scores.get(fact.fact_id, 0.0)),
         reverse=True,
     )
     items: list[ContextItem] = []
@@ -166,10 +169,22 @@ def _relevance(store: Store, query: ContextQuery) -> Relevance:
     return relevance(store, _scope(query) | {"query": query.query})
 
 
-def _score(scores: Relevance, fact: Fact) -> float:
-    return scores.facts.get(fact.fact_id, 0.0) + BESIDE * scores.beside.get(
-        fact.source_episode_id, 0.0
+def _scores(scores: Relevance, facts: Sequence[Fact]) -> dict[str, float]:
+    """Each fact's relevance: its own BM25 and BESIDE times its neighbours'; with the
+    embedding arm, that ranking fused with the cosine's by reciprocal rank, as search does."""
+    lexical = {
+        fact.fact_id: scores.facts.get(fact.fact_id, 0.0)
+        + BESIDE * scores.beside.get(fact.source_episode_id, 0.0)
+        for fact in facts
+    }
+    if not scores.similar:
+        return lexical
+    ranked = sorted(
+        ((fact_id, score) for fact_id, score in lexical.items() if score > 0),
+        key=lambda item: (-item[1], item[0]),
     )
+    similar = sorted(scores.similar.items(), key=lambda item: (-item[1], item[0]))
+    return fuse(ranked, similar, len(facts))
 
 
 def _episodes(

@@ -64,29 +64,42 @@ def search(store: Store, query: SearchQuery | Mapping[str, Any]) -> SearchResult
 @dataclass(frozen=True)
 class Relevance:
     """What context assembly ranks a scope's facts by: every matching visible fact's BM25
-    score by fact id, and for every episode beside one that matches, the better BM25 of the
-    turns said just before and after it (`search_turns`) by episode id."""
+    score by fact id, for every episode beside one that matches the better BM25 of the
+    turns said just before and after it (`search_turns`) by episode id, and with the
+    embedding arm every visible fact's cosine to the query by fact id (`similar`)."""
 
     facts: dict[str, float] = field(default_factory=dict)
     beside: dict[str, float] = field(default_factory=dict)
+    similar: dict[str, float] = field(default_factory=dict)
 
 
 def relevance(store: Store, query: SearchQuery | Mapping[str, Any]) -> Relevance:
-    """The scope's relevance to the query with no limit, BM25 alone (no embedding arm)."""
+    """The scope's relevance to the query with no limit (up to RELEVANCE_LIMIT of each)."""
     query = parse(SearchQuery, query)
     words = query_words(store.catalog, query.query)
     if not words:
         return Relevance()
     postgres, params = store.is_postgres, _params(store, query, RELEVANCE_LIMIT)
     known, quarantined = query.known_at is not None, query.include_quarantined
+    vector = None
+    if store.settings.embedding_configured:  # the embedding arm (search_vectors)
+        vector = vectors.query_vector(store, query.tenant_id, query.query)
+        params["model"] = store.settings.embedding_model
     with store.reading() as connection:
         if not _with_terms(connection, params, words, postgres):
             return Relevance()
         facts = connection.execute(statements.fact_scores(postgres, known, quarantined), params)
         beside = connection.execute(statements.beside_scores(postgres, known, quarantined), params)
+        similar = []
+        if vector is not None:
+            conditions = visible("get", known, quarantined)
+            similar = vectors.fact_similarities(
+                connection, conditions, params, vector, RELEVANCE_LIMIT, key=FactRow.fact_id
+            )
         return Relevance(
             facts={fact_id: float(score) for fact_id, score in facts},
             beside={episode_id: float(near) for episode_id, near in beside},
+            similar=dict(similar),
         )
 
 
@@ -116,22 +129,22 @@ def _search(
     words = query_words(store.catalog, query.query)
     if not words:
         return SearchResult(query=query.query)
-    params, postgres = _params(store, query, limit), store.is_postgres
     vector, arm = None, None
     if embedding and store.settings.embedding_configured:  # the embedding arm (search_vectors)
         vector = vectors.query_vector(store, query.tenant_id, query.query)
         arm = VectorArm.FAILED if vector is None else VectorArm.FUSED
-        params["model"] = store.settings.embedding_model
+    params, postgres = _params(store, query, limit), store.is_postgres
+    params["model"] = store.settings.embedding_model
     with store.reading() as connection:
         if not _with_terms(connection, params, words, postgres):
             return SearchResult(query=query.query)
         facts = (
-            _facts(connection, query, params, postgres, vector)
+            _facts(connection, query, params, postgres, vector, limit)
             if SearchKind.FACTS in query.kinds
             else []
         )
         episodes = (
-            _episodes(connection, query, params, postgres, words, vector)
+            _episodes(connection, query, params, postgres, words, vector, limit)
             if SearchKind.EPISODES in query.kinds
             else []
         )
@@ -147,6 +160,7 @@ def _facts(
     params: dict[str, Any],
     postgres: bool,
     vector: list[float] | None,
+    limit: int,
 ) -> list[FoundFact]:
     known, quarantined = query.known_at is not None, query.include_quarantined
     ranked: Sequence[Any] = connection.execute(
@@ -155,7 +169,7 @@ def _facts(
     if vector is not None:
         conditions = visible("get", known, quarantined)
         similar = vectors.fact_similarities(connection, conditions, params, vector, params["limit"])
-        ranked = list(vectors.fuse(ranked, similar, params["limit"]).items())
+        ranked = list(vectors.fuse(ranked, similar, limit).items())
     if not ranked:
         return []
     scores = {doc: float(score) for doc, score in ranked}
@@ -179,6 +193,7 @@ def _episodes(
     postgres: bool,
     words: Sequence[str],
     vector: list[float] | None,
+    limit: int,
 ) -> list[FoundEpisode]:
     known, quarantined = query.known_at is not None, query.include_quarantined
     ranking, fetch, similar = statements.episode_statements(postgres, known, quarantined)
@@ -193,9 +208,12 @@ def _episodes(
         return []
     rows = connection.execute(fetch, {"tenant_id": query.tenant_id, "docs": docs}).all()
     by_doc = {row.doc: row for row in rows}
-    ranked = recency.superseding([row for row in rows if row.doc in scores], scores, weights)
-    if vector is not None:  # the lexical arm in its recency order, fused with the cosine's
-        ranked = list(vectors.fuse(ranked, close, params["limit"]).items())
+    if vector is not None:  # the BM25 ranking fused with the cosine's, then in recency order
+        lexical = sorted(scores.items(), key=lambda item: (-item[1], str(item[0])))
+        fused = vectors.fuse(lexical, close, limit)
+        ranked = recency.superseding([by_doc[doc] for doc in fused], fused, weights)
+    else:
+        ranked = recency.superseding([row for row in rows if row.doc in scores], scores, weights)
     best = [recency.found(by_doc[doc], score) for doc, score in ranked]
     return [
         episode.model_copy(update={"snippet": snippet(episode.snippet, words)}) for episode in best

@@ -61,10 +61,11 @@ def fact_similarities(
     params: Mapping[str, Any],
     vector: Sequence[float],
     limit: int,
+    key: Any = FactRow.row_id,
 ) -> list[tuple[Any, float]]:
-    """The visible facts' (row_id, cosine), best first, at most `limit`."""
+    """The visible facts' (`key`, cosine), best first, at most `limit`."""
     statement = (
-        select(FactRow.row_id, FactVectorRow.vector)
+        select(key, FactVectorRow.vector)
         .join(FactVectorRow, FactVectorRow.row_id == FactRow.row_id)
         .where(*conditions, FactVectorRow.model == bindparam("model"))
     )

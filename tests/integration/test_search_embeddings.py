@@ -44,6 +44,7 @@ from tests.integration.stub_llm import EMBEDDING_DIMENSIONS, StubServer
 
 READ = {"tenant_id": "acme", "subject": "mira"}
 MODEL = "toy-embed"
+JAN, FEB = "2026-01-05T10:00:00Z", "2026-02-05T10:00:00Z"
 
 
 @pytest.fixture(scope="module")
@@ -147,6 +148,44 @@ def test_the_fused_ranking_finds_a_paraphrase_bm25_misses(embedding: Store, lexi
     assert [item.snippet for item in _search(lexical, "automobile whales").episodes] == [
         "We watched a film about whales"
     ]
+
+
+def test_fused_the_later_episode_about_the_same_thing_still_comes_first(
+    embedding: Store, lexical: Store
+) -> None:
+    # Both arms rank the original first (it says "webinar" twice); the order by supersession
+    # comes after the fusion, so the update is still answered above it.
+    pipeline.ingest(
+        embedding,
+        [
+            episode("The webinar is Monday at noon, the webinar slides are ready", JAN, "s1"),
+            episode("Update: the webinar moved to Friday at noon", FEB, "s2"),
+        ],
+    )
+    asked = {"kinds": ["episodes"]}
+    for store in (embedding, lexical):
+        found = _search(store, "when is the webinar at noon", **asked)
+        assert [item.snippet.split()[0] for item in found.episodes] == ["Update:", "The"]
+    assert _search(embedding, "when is the webinar at noon", **asked).vectors is VectorArm.FUSED
+
+
+def test_context_ranks_by_the_fused_relevance_with_the_arm_on(
+    embedding: Store, lexical: Store
+) -> None:
+    put_fact(embedding, **READ, attribute="employer", value="Initech", evidence="I repair cars")
+    put_fact(
+        embedding, **READ, attribute="home_city", value="Utrecht", valid_from="2026-05-01T00:00:00Z"
+    )
+    assert flush()
+    asked = READ | {"query": "automobile repair", "budget_tokens": 500}
+
+    # "repair" matches the employer's evidence, "automobile" only its vector: first both ways.
+    assert [item.value for item in pipeline.assemble(lexical, asked).items][0] == "Initech"
+    fused = pipeline.assemble(embedding, asked | {"query": "automobile"})
+    alone = pipeline.assemble(lexical, asked | {"query": "automobile"})
+    assert [item.value for item in fused.items] == ["Initech", "Utrecht"]
+    # Lexically "automobile" matches nothing: the later fact comes first (recency).
+    assert [item.value for item in alone.items] == ["Utrecht", "Initech"]
 
 
 def test_hidden_facts_never_surface_through_the_vector_arm(embedding: Store) -> None:
