@@ -81,10 +81,7 @@ def relevance(store: Store, query: SearchQuery | Mapping[str, Any]) -> Relevance
         return Relevance()
     postgres, params = store.is_postgres, _params(store, query, RELEVANCE_LIMIT)
     known, quarantined = query.known_at is not None, query.include_quarantined
-    vector = None
-    if store.settings.embedding_configured:  # the embedding arm (search_vectors)
-        vector = vectors.query_vector(store, query.tenant_id, query.query)
-        params["model"] = store.settings.embedding_model
+    vector, _ = _arm(store, query)
     with store.reading() as connection:
         if not _with_terms(connection, params, words, postgres):
             return Relevance()
@@ -111,7 +108,17 @@ def _params(store: Store, query: SearchQuery, limit: int) -> dict[str, Any]:
         "at": query.at or now,
         "limit": limit,
         "spread": turns.spread(query.query),
+        "model": store.settings.embedding_model,  # the arm's vectors, when it is on
     }
+
+
+def _arm(store: Store, query: SearchQuery) -> tuple[list[float] | None, VectorArm | None]:
+    """The query's vector for the embedding arm (`search_vectors`), and what the answer says
+    of the arm: None when it is off, FAILED when the query could not be embedded."""
+    if not store.settings.embedding_configured:
+        return None, None
+    vector = vectors.query_vector(store, query.tenant_id, query.query)
+    return vector, VectorArm.FAILED if vector is None else VectorArm.FUSED
 
 
 def _with_terms(
@@ -129,12 +136,8 @@ def _search(
     words = query_words(store.catalog, query.query)
     if not words:
         return SearchResult(query=query.query)
-    vector, arm = None, None
-    if embedding and store.settings.embedding_configured:  # the embedding arm (search_vectors)
-        vector = vectors.query_vector(store, query.tenant_id, query.query)
-        arm = VectorArm.FAILED if vector is None else VectorArm.FUSED
+    vector, arm = _arm(store, query) if embedding else (None, None)
     params, postgres = _params(store, query, limit), store.is_postgres
-    params["model"] = store.settings.embedding_model
     with store.reading() as connection:
         if not _with_terms(connection, params, words, postgres):
             return SearchResult(query=query.query)
