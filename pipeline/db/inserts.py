@@ -3,7 +3,8 @@
 A put inserts a claim, its fact versions and its decisions. Inside `batch` they are queued and
 flushed once at its end: on Postgres, a few rows as a single statement (data-modifying CTEs),
 which saves two round trips per put, and many by one COPY per table; SQLite runs them table
-by table. Outside a batch every insert runs at once.
+by table. Outside a batch every insert runs at once. A large batch may also send what it
+queued so far while it decides the rest (`sending_early`).
 A batch only queues inserts that nothing in it reads back, so the order of work is unchanged.
 
 On Postgres a batch may also queue statements to run before its inserts (`first`: the closes
