@@ -5,8 +5,8 @@ sorted order so concurrent batches never wait on each other in a cycle; reads th
 and every slot of its keys in one statement per table; decides each command in order from that
 state in memory, exactly as `put` would after the commands before it; and sends the writes
 together at the end, one statement per table (a batch of more than `_SEND_EARLY_ABOVE`
-commands on PostgreSQL sends them in parts as it decides, `inserts.sending_early`). The ledger, claims and decision log it leaves
-are those of the same commands put one by one.
+commands on PostgreSQL sends them in parts as it decides, `inserts.sending_early`). The
+ledger, claims and decision log it leaves are those of the same commands put one by one.
 
 Once a transaction of `put` or `put_many` committed, the fact versions it inserted go to the
 store's after-commit hooks (`Store.run`: the embedding arm's vectors, made in the background),
