@@ -41,7 +41,13 @@ def claim(unit: Unit, keys: Sequence[EpisodeKey], lane: Lane | None = None) -> l
         )
         .with_for_update(skip_locked=True)
     )
-    return _take(unit, unit.session.scalars(query))
+    # Decided in the order they came (the keys'), not the rows' order on disk: that follows
+    # where the free space was, and put a correction before what it corrects.
+    order = {tuple(key): number for number, key in enumerate(keys)}
+    rows = sorted(
+        unit.session.scalars(query), key=lambda row: order[(row.tenant_id, row.episode_id)]
+    )
+    return _take(unit, rows)
 
 
 def claim_waiting(unit: Unit, limit: int) -> list[Claimed]:
