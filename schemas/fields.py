@@ -45,12 +45,11 @@ def _identifier(text: str) -> str:
     a decomposed "José" name the same subject. The length limit holds as sent and in NFC (the
     form stored and read back): NFC shortens a decomposed name and lengthens a few characters
     (U+0958 is two), and a name must fit either way."""
-    if text.isascii() and text.isprintable() and 0 < len(text) <= MAX_ID_LENGTH:
-        # The common case, checked at once: ASCII is its own NFC, and a printable ASCII
-        # character is either a space or visible.
-        stripped = text.strip()
-        if stripped == text:
-            return text
+    # The common case, checked at once: ASCII is its own NFC, and a printable ASCII character
+    # is either a space or visible.
+    ascii_name = text.isascii() and text.isprintable() and 0 < len(text) <= MAX_ID_LENGTH
+    if ascii_name and text == text.strip():
+        return text
     _utf8(text)
     sent = len(text)
     text = unicodedata.normalize("NFC", text)

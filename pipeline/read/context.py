@@ -8,9 +8,9 @@ better BM25 of the turns said just before and after its source episode: a fact r
 answer is found through the question beside it. With the embedding arm, that ranking is
 fused with the facts' cosine to the query by reciprocal rank, as the search read fuses.
 Episodes enter only when asked (`episodes`), after the facts, each labelled with when it was
-said, best match first. Facts are taken
-whole in that order while they fit the token budget; one that does not fit is skipped, so a
-long low-ranked fact never crowds out shorter ones behind it.
+said, best match first. Facts are taken whole in that order while they fit the token budget;
+one that does not fit is skipped, so a long low-ranked fact never crowds out shorter ones
+behind it.
 
 The text a model is given names each attribute once, with its facts under it in the order
 they were taken, each with the day it holds from and its source episode:

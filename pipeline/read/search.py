@@ -142,12 +142,12 @@ def _search(
         if not _with_terms(connection, params, words, postgres):
             return SearchResult(query=query.query)
         facts = (
-            _facts(connection, query, params, postgres, vector, limit)
+            _facts(connection, query, params, postgres, vector)
             if SearchKind.FACTS in query.kinds
             else []
         )
         episodes = (
-            _episodes(connection, query, params, postgres, words, vector, limit)
+            _episodes(connection, query, params, postgres, words, vector)
             if SearchKind.EPISODES in query.kinds
             else []
         )
@@ -163,7 +163,6 @@ def _facts(
     params: dict[str, Any],
     postgres: bool,
     vector: list[float] | None,
-    limit: int,
 ) -> list[FoundFact]:
     known, quarantined = query.known_at is not None, query.include_quarantined
     ranked: Sequence[Any] = connection.execute(
@@ -172,7 +171,7 @@ def _facts(
     if vector is not None:
         conditions = visible("get", known, quarantined)
         similar = vectors.fact_similarities(connection, conditions, params, vector, params["limit"])
-        ranked = list(vectors.fuse(ranked, similar, limit).items())
+        ranked = list(vectors.fuse(ranked, similar, params["limit"]).items())
     if not ranked:
         return []
     scores = {doc: float(score) for doc, score in ranked}
@@ -196,7 +195,6 @@ def _episodes(
     postgres: bool,
     words: Sequence[str],
     vector: list[float] | None,
-    limit: int,
 ) -> list[FoundEpisode]:
     known, quarantined = query.known_at is not None, query.include_quarantined
     ranking, fetch, similar = statements.episode_statements(postgres, known, quarantined)
@@ -213,7 +211,7 @@ def _episodes(
     by_doc = {row.doc: row for row in rows}
     if vector is not None:  # the BM25 ranking fused with the cosine's, then in recency order
         lexical = sorted(scores.items(), key=lambda item: (-item[1], str(item[0])))
-        fused = vectors.fuse(lexical, close, limit)
+        fused = vectors.fuse(lexical, close, params["limit"])
         ranked = recency.superseding([by_doc[doc] for doc in fused], fused, weights)
     else:
         ranked = recency.superseding([row for row in rows if row.doc in scores], scores, weights)
