@@ -111,7 +111,8 @@ def assemble(
             "subject": query.subject,
         },
     )
-    scores = _scores(_relevance(store, query), facts)
+    relevant = _relevance(store, query)
+    scores = _scores(relevant, facts)
     ranked = sorted(
         facts,
         key=lambda fact: rank(fact, query.query, store.catalog, scores.get(fact.fact_id, 0.0)),
@@ -131,7 +132,7 @@ def assemble(
             skipped.append(item)
     said: list[ContextEpisode] = []
     if query.episodes and query.query:
-        for found in _episodes(store, query, count_tokens):
+        for found in _episodes(store, query, count_tokens, relevant):
             tokens = count_tokens(_joined(items, [*said, found]))
             if tokens <= query.budget_tokens:
                 said.append(found)
@@ -188,9 +189,10 @@ def _scores(scores: Relevance, facts: Sequence[Fact]) -> dict[str, float]:
 
 
 def _episodes(
-    store: Store, query: ContextQuery, count_tokens: TokenCounter
+    store: Store, query: ContextQuery, count_tokens: TokenCounter, relevant: Relevance
 ) -> list[ContextEpisode]:
-    found = search(store, _scope(query) | {"query": query.query, "kinds": ["episodes"]})
+    asked = _scope(query) | {"query": query.query, "kinds": ["episodes"]}
+    found = search(store, asked, embedded=relevant.embedded)  # the query embedded once
     episodes = []
     for episode in found.episodes:
         said = format_utc(episode.occurred_at) or ""

@@ -54,11 +54,18 @@ class SearchQuery(SubjectQuery):
     include_quarantined: bool = False
 
 
-def search(store: Store, query: SearchQuery | Mapping[str, Any]) -> SearchResult:
+# The query's vector for the embedding arm and what the answer says of the arm (`_arm`).
+Embedded = tuple[list[float] | None, VectorArm | None]
+
+
+def search(
+    store: Store, query: SearchQuery | Mapping[str, Any], *, embedded: Embedded | None = None
+) -> SearchResult:
     """The facts and episodes of one subject that match the query, within each kind best
-    first; nothing for a query without a usable word (all stop words)."""
+    first; nothing for a query without a usable word (all stop words). `embedded` is the
+    query's vector when the caller has it already (context, from its `relevance`)."""
     query = parse(SearchQuery, query)
-    return _search(store, query, query.limit)
+    return _search(store, query, embedded)
 
 
 @dataclass(frozen=True)
@@ -66,11 +73,13 @@ class Relevance:
     """What context assembly ranks a scope's facts by: every matching visible fact's BM25
     score by fact id, for every episode beside one that matches the better BM25 of the
     turns said just before and after it (`search_turns`) by episode id, and with the
-    embedding arm every visible fact's cosine to the query by fact id (`similar`)."""
+    embedding arm every visible fact's cosine to the query by fact id (`similar`), and the
+    query's vector, for the episodes' search of the same query (`embedded`)."""
 
     facts: dict[str, float] = field(default_factory=dict)
     beside: dict[str, float] = field(default_factory=dict)
     similar: dict[str, float] = field(default_factory=dict)
+    embedded: Embedded = (None, None)
 
 
 def relevance(store: Store, query: SearchQuery | Mapping[str, Any]) -> Relevance:
@@ -81,7 +90,8 @@ def relevance(store: Store, query: SearchQuery | Mapping[str, Any]) -> Relevance
         return Relevance()
     postgres, params = store.is_postgres, _params(store, query, RELEVANCE_LIMIT)
     known, quarantined = query.known_at is not None, query.include_quarantined
-    vector, _ = _arm(store, query)
+    embedded = _arm(store, query)
+    vector = embedded[0]
     with store.reading() as connection:
         if not _with_terms(connection, params, words, postgres):
             return Relevance()
@@ -97,6 +107,7 @@ def relevance(store: Store, query: SearchQuery | Mapping[str, Any]) -> Relevance
             facts={fact_id: float(score) for fact_id, score in facts},
             beside={episode_id: float(near) for episode_id, near in beside},
             similar=dict(similar),
+            embedded=embedded,
         )
 
 
@@ -112,7 +123,7 @@ def _params(store: Store, query: SearchQuery, limit: int) -> dict[str, Any]:
     }
 
 
-def _arm(store: Store, query: SearchQuery) -> tuple[list[float] | None, VectorArm | None]:
+def _arm(store: Store, query: SearchQuery) -> Embedded:
     """The query's vector for the embedding arm (`search_vectors`), and what the answer says
     of the arm: None when it is off, FAILED when the query could not be embedded."""
     if not store.settings.embedding_configured:
@@ -130,14 +141,12 @@ def _with_terms(
     return bool(terms)
 
 
-def _search(
-    store: Store, query: SearchQuery, limit: int, *, embedding: bool = True
-) -> SearchResult:
+def _search(store: Store, query: SearchQuery, embedded: Embedded | None) -> SearchResult:
     words = query_words(store.catalog, query.query)
     if not words:
         return SearchResult(query=query.query)
-    vector, arm = _arm(store, query) if embedding else (None, None)
-    params, postgres = _params(store, query, limit), store.is_postgres
+    vector, arm = _arm(store, query) if embedded is None else embedded
+    params, postgres = _params(store, query, query.limit), store.is_postgres
     with store.reading() as connection:
         if not _with_terms(connection, params, words, postgres):
             return SearchResult(query=query.query)

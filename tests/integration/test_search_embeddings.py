@@ -188,6 +188,21 @@ def test_context_ranks_by_the_fused_relevance_with_the_arm_on(
     assert [item.value for item in alone.items] == ["Utrecht", "Initech"]
 
 
+def test_context_with_episodes_embeds_its_query_once(embedding: Store, endpoint: Any) -> None:
+    _episodes(embedding)
+    put_fact(embedding, **READ, attribute="employer", value="Initech", evidence="I repair cars")
+    assert flush()
+    endpoint.embedding_requests = 0
+    asked = READ | {"query": "automobile", "budget_tokens": 500, "episodes": True}
+
+    found = pipeline.assemble(embedding, asked)
+
+    # The facts' relevance and the episodes' search share the query's one vector.
+    assert endpoint.embedding_requests == 1
+    assert [said.text.split(": ", 1)[1][:6] for said in found.episodes][0] == "My car"
+    assert [item.value for item in found.items] == ["Initech"]
+
+
 def test_hidden_facts_never_surface_through_the_vector_arm(embedding: Store) -> None:
     """Decoys closer to the query than what holds: an earlier version, a quarantined fact,
     another subject's and another tenant's."""
