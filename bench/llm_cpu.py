@@ -63,7 +63,7 @@ def main() -> None:
         pipeline.ingest(store, lines)
         queue.flushdb()  # the wake-ups: this process plays the worker
         keys = [(line["tenant_id"], line["episode_id"]) for line in lines]
-        batch = settings.worker_batch
+        batch = settings.batch_for(model=True)
         for start in range(0, WARM_UP, batch):
             process_episodes(store, keys[start : start + batch])
         timed = keys[WARM_UP:]

@@ -14,6 +14,8 @@ from pipeline.errors import SettingError
 
 ENV_PREFIX = "SGAM_"
 ENV_FILE_VARIABLE = "SGAM_ENV_FILE"  # the one env file settings are read from, if any
+# Episodes per worker task when SGAM_WORKER_BATCH is unset (`Settings.batch_for`).
+RULES_BATCH, MODEL_BATCH = 128, 32
 
 
 class Settings(BaseSettings):
@@ -195,7 +197,13 @@ class Settings(BaseSettings):
     ingest_chunk: int = Field(
         default=1000, ge=1, le=100_000, description="episodes per intake transaction"
     )
-    worker_batch: int = Field(default=32, ge=1, le=1000, description="episodes per worker task")
+    worker_batch: int | None = Field(
+        default=None,
+        ge=1,
+        le=1000,
+        description="episodes per worker task; unset: 128 with the rules, 32 with a model "
+        "(SGAM_LLM_BASE_URL set)",
+    )
     episode_lease_s: int = Field(
         default=300,
         ge=10,
@@ -271,6 +279,16 @@ class Settings(BaseSettings):
     @property
     def llm_configured(self) -> bool:
         return self.llm_base_url is not None
+
+    def batch_for(self, *, model: bool) -> int:
+        """Episodes per worker task (SGAM_WORKER_BATCH). Unset, the lanes differ: the rules
+        take microseconds an episode, so a batch's two transactions and commits are most of
+        its cost and a larger batch pays; a model's batch is what waits beside the calls in
+        flight (SGAM_LLM_CONCURRENCY + a batch), and what a crash strands until the lease
+        runs out."""
+        if self.worker_batch is not None:
+            return self.worker_batch
+        return MODEL_BATCH if model else RULES_BATCH
 
     @field_validator("embedding_base_url")
     @classmethod

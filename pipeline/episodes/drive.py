@@ -51,11 +51,14 @@ class Driven:
 def drive(store: Store, keys: Sequence[EpisodeKey], *, llm: LlmClient | None = None) -> Driven:
     if not keys:
         return Driven()
-    broker = store.settings.broker_url
+    settings = store.settings
+    broker = settings.broker_url
     if broker is None:
         return Driven(outcomes=process_until_settled(store, keys, llm=llm))
+    # The workers' lane is their settings' (the same as this process's, as deployed).
+    batch = settings.batch_for(model=settings.llm_configured)
     try:
-        return Driven(sent=send_extract(broker, keys, store.settings.worker_batch))
+        return Driven(sent=send_extract(broker, keys, batch))
     except StoreUnavailable:
         return Driven(broker_down=True)
 

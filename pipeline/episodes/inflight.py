@@ -82,7 +82,7 @@ def run_in_flight(
     A crash strands at most that many episodes, whose leases the sweeper takes back."""
     settings = store.settings
     pool = model_pool(settings.llm_concurrency)
-    batch = settings.worker_batch
+    batch = settings.batch_for(model=True)
     room_for = settings.llm_concurrency + batch
     keeper = LeaseKeeper(store, {})
     futures: dict[Future[Extracted], Claimed] = {}

@@ -55,7 +55,7 @@ def process_episodes(
     if extractor is not RULES:
         outcomes = _with_model(store, keys, extractor, more=more)
     else:
-        batch = store.settings.worker_batch
+        batch = store.settings.batch_for(model=False)
         outcomes = {}
         for start in range(0, len(keys), batch):
             claimed = _claim(store, partial(claim, keys=keys[start : start + batch]), batch)
