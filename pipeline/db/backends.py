@@ -17,6 +17,7 @@ from sqlalchemy import Connection, Engine, Insert, Table, create_engine, event, 
 from sqlalchemy.exc import DBAPIError
 
 from pipeline.db import replan
+from pipeline.db.search_index import SQLITE_STEMMER_TABLES
 from pipeline.errors import PurgeBlocked, SettingError
 from pipeline.settings import Settings
 
@@ -273,6 +274,8 @@ def _sqlite_connect(dbapi_connection: sqlite3.Connection, _record: object) -> No
     # Overwrite freed content with zeros, so that what a purge erases is not left on disk.
     dbapi_connection.execute("PRAGMA secure_delete=ON")
     dbapi_connection.execute("PRAGMA foreign_keys=ON")
+    for statement in SQLITE_STEMMER_TABLES:  # outside any transaction: kept for the connection
+        dbapi_connection.execute(statement)
 
 
 def _sqlite_begin(connection: Any) -> None:

@@ -27,6 +27,18 @@ from sqlalchemy import Connection, text
 # The text search configuration on PostgreSQL: stemming and stop words of English.
 POSTGRES_CONFIG = "english"
 SQLITE_TOKENIZER = "porter unicode61 remove_diacritics 2"
+# Each SQLite connection's own in-memory FTS5 table and its vocabulary, which stem a query's
+# words as the index did (`search_terms.stems`). Made once, as the connection opens: made in a
+# read's transaction, they went with its rollback and were made again by every search (about
+# a sixth of a 600-episode search).
+SQLITE_STEMMER = "temp.sgam_stem"
+SQLITE_STEMMER_TERMS = "temp.sgam_stem_terms"
+SQLITE_STEMMER_TABLES = (
+    f"CREATE VIRTUAL TABLE IF NOT EXISTS {SQLITE_STEMMER} USING "
+    f"fts5(words, tokenize='{SQLITE_TOKENIZER}')",
+    f"CREATE VIRTUAL TABLE IF NOT EXISTS {SQLITE_STEMMER_TERMS} "
+    "USING fts5vocab(temp, sgam_stem, instance)",
+)
 
 FACTS_FTS = "facts_search"
 FACTS_TERMS = "facts_search_terms"

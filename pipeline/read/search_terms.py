@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 
 from sqlalchemy import Connection, text
 
-from pipeline.db.search_index import POSTGRES_CONFIG, SQLITE_TOKENIZER
+from pipeline.db.search_index import POSTGRES_CONFIG, SQLITE_STEMMER, SQLITE_STEMMER_TERMS
 from schemas.catalog import Catalog
 
 WORD = re.compile(r"\w+")
@@ -64,26 +64,14 @@ def stems(connection: Connection, words: Iterable[str], postgres: bool) -> list[
             {"words": joined},
         )
         return [str(lexeme) for lexeme in found.scalars()]
-    # A connection's own in-memory FTS5 table tokenizes the words as the index did: writing
+    # The connection's own in-memory FTS5 table tokenizes the words as the index did: writing
     # to the temp schema takes no lock on the database.
     connection.execute(
-        text(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.sgam_stem USING "
-            f"fts5(words, tokenize='{SQLITE_TOKENIZER}')"
-        )
+        text(f"INSERT INTO {SQLITE_STEMMER}(rowid, words) VALUES (1, :words)"), {"words": joined}
     )
-    connection.execute(
-        text(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.sgam_stem_terms "
-            "USING fts5vocab(temp, sgam_stem, instance)"
-        )
-    )
-    connection.execute(
-        text("INSERT INTO temp.sgam_stem(rowid, words) VALUES (1, :words)"), {"words": joined}
-    )
-    found = connection.execute(text("SELECT DISTINCT term FROM temp.sgam_stem_terms"))
+    found = connection.execute(text(f"SELECT DISTINCT term FROM {SQLITE_STEMMER_TERMS}"))
     terms = [str(term) for term in found.scalars()]
-    connection.execute(text("DELETE FROM temp.sgam_stem"))
+    connection.execute(text(f"DELETE FROM {SQLITE_STEMMER}"))
     return terms
 
 
