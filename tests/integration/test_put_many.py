@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from sqlalchemy import make_url
 
 import pipeline
+from pipeline.db import inserts
 from pipeline.db.store import Store, open_store
 from pipeline.errors import (
     ConflictError,
@@ -569,6 +570,16 @@ def test_a_long_batch_sent_in_parts_equals_sequential_puts(pair: Pair, seed: int
     outcomes = pair.run([batch], chunk=None)
     assert {type(o).__name__ for o in outcomes} >= {"PutResult", "FactConflict"}
     assert any(isinstance(o, PutResult) and not o.written for o in outcomes)
+
+
+def test_a_part_too_large_for_one_statement_goes_in_slices(
+    pair: Pair, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A part whose values PostgreSQL would not take in one statement is sent as one statement
+    # a slice of a table's rows, in order; lowered here so that every part is.
+    monkeypatch.setattr(inserts, "_MAX_VALUES", 500)
+    outcomes = pair.run([long_batch(3, 700)], chunk=None)
+    assert any(isinstance(o, PutResult) and o.written for o in outcomes)
 
 
 # -- the call itself -----------------------------------------------------------------------------
