@@ -27,7 +27,7 @@ from sqlalchemy import Connection, text
 # The text search configuration on PostgreSQL: stemming and stop words of English.
 POSTGRES_CONFIG = "english"
 SQLITE_TOKENIZER = "porter unicode61 remove_diacritics 2"
-# Each SQLite connection's own in-memory FTS5 table and its vocabulary, which stem a query's
+# Each SQLite connection's own temporary FTS5 table and its vocabulary, which stem a query's
 # words as the index did (`search_terms.stems`). Made once, as the connection opens: made in a
 # read's transaction, they went with its rollback and were made again by every search (about
 # a sixth of a 600-episode search).

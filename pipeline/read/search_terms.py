@@ -64,7 +64,7 @@ def stems(connection: Connection, words: Iterable[str], postgres: bool) -> list[
             {"words": joined},
         )
         return [str(lexeme) for lexeme in found.scalars()]
-    # The connection's own in-memory FTS5 table tokenizes the words as the index did: writing
+    # The connection's own temporary FTS5 table tokenizes the words as the index did: writing
     # to the temp schema takes no lock on the database.
     connection.execute(
         text(f"INSERT INTO {SQLITE_STEMMER}(rowid, words) VALUES (1, :words)"), {"words": joined}
