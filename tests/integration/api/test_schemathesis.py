@@ -40,6 +40,7 @@ import resource
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,6 +121,16 @@ class Run:
         )
 
 
+def _document(server: Server, tmp_path: Path) -> Path:
+    """The server's OpenAPI document as a file: fetched here with a long timeout, since
+    schemathesis gives a document's URL 10 seconds, and the server builds the document on its
+    first request (a CI run on a loaded machine once took longer)."""
+    document = tmp_path / "openapi.json"
+    with urllib.request.urlopen(f"{server.url}/openapi.json", timeout=120) as answer:
+        document.write_bytes(answer.read())
+    return document
+
+
 def schemathesis(server: Server, tenant: str, tmp_path: Path, *options: str, **hooks: str) -> Run:
     """`st run` against the server as the tenant's admin, with `options` (and `hooks`'
     settings in its environment); its figures are printed (in the test's output with -s or
@@ -141,7 +152,9 @@ def schemathesis(server: Server, tenant: str, tmp_path: Path, *options: str, **h
         "--config-file",
         str(HERE / "schemathesis.toml"),
         "run",
-        f"{server.url}/openapi.json",
+        str(_document(server, tmp_path)),
+        "--url",
+        server.url,
         *options,
         "--seed",
         SEED,
