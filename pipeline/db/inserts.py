@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cache, partial
-from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import Connection, Dialect, FromClause, String, TypeDecorator, insert
@@ -195,10 +194,10 @@ def arrays_of(
 ) -> list[list[Any]]:
     """One list per column of the rows' values, each as the driver must receive it."""
     arrays: list[list[Any]] = [[] for _ in columns]
+    row_values = _row_values(table, tuple(columns), connection.dialect)
     for row in rows:
-        bound = _bound(connection, table, row)
-        for values, column in zip(arrays, columns, strict=True):
-            values.append(bound[column])
+        for values, value in zip(arrays, row_values(row), strict=True):
+            values.append(value)
     return arrays
 
 
@@ -251,27 +250,34 @@ def _by_table(queued: list[tuple[type[Base], Rows]]) -> list[tuple[type[Base], R
     return list(by_table.items())
 
 
-def _bound(connection: Connection, table: type[Base], row: dict[str, Any]) -> dict[str, Any]:
-    """`row` with each value as the driver must receive it (see `_binders`): only the columns
-    that need a conversion are touched."""
-    bound = dict(row)
-    for column, binder in _binders(table, connection.dialect):
-        if column in bound:
-            bound[column] = binder(bound[column])
-    return bound
+def _row_values(
+    table: type[Base], columns: tuple[str, ...], dialect: Dialect
+) -> Callable[[dict[str, Any]], list[Any]]:
+    """A row's values in the order of `columns`, each as the driver must receive it (see
+    `_binders`): only the columns that need a conversion are touched."""
+    where = {name: index for index, name in enumerate(columns)}
+    binders = [(where[name], bind) for name, bind in _binders(table, dialect) if name in where]
+
+    def values(row: dict[str, Any]) -> list[Any]:
+        picked = [row[column] for column in columns]
+        for index, bind in binders:
+            picked[index] = bind(picked[index])
+        return picked
+
+    return values
 
 
 def _copy(connection: Connection, table: type[Base], rows: Rows) -> None:
     """Many rows by COPY, in order: on PostgreSQL the cheapest way in for the server, which
     parses no statement per row."""
-    columns = list(rows[0])
+    columns = tuple(rows[0])
     driver = connection.connection.driver_connection
     assert driver is not None, "a connection in a transaction has its driver connection"
     statement = f"COPY {table.__tablename__} ({', '.join(columns)}) FROM STDIN"
+    row_values = _row_values(table, columns, connection.dialect)
     with driver.cursor() as cursor, cursor.copy(statement) as copy:
         for row in rows:
-            bound = _bound(connection, table, row)
-            copy.write_row([bound[column] for column in columns])
+            copy.write_row(row_values(row))
 
 
 @cache
@@ -323,16 +329,10 @@ def _values_of(
     Python (28 % of put_many's client CPU when its parts went as arrays)."""
     shape = tuple((table, len(rows), tuple(rows[0])) for table, rows in pending)
     values: list[Any] = []
-    dialect = connection.dialect
     for (table, rows), (_, _, columns) in zip(pending, shape, strict=True):
-        where = {name: index for index, name in enumerate(columns)}
-        binders = [(where[name], bind) for name, bind in _binders(table, dialect) if name in where]
-        pick = itemgetter(*columns)
+        row_values = _row_values(table, columns, connection.dialect)
         for row in rows:
-            picked = list(pick(row)) if len(columns) > 1 else [row[columns[0]]]
-            for index, bind in binders:
-                picked[index] = bind(picked[index])
-            values.extend(picked)
+            values.extend(row_values(row))
     return _combined(shape), values
 
 
