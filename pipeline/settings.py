@@ -195,7 +195,11 @@ class Settings(BaseSettings):
         "in the process that ingests them",
     )
     ingest_chunk: int = Field(
-        default=1000, ge=1, le=100_000, description="episodes per intake transaction"
+        default=1000,
+        ge=1,
+        le=100_000,
+        description="the most episodes per intake transaction: the first holds a worker task's "
+        "batch and each next twice as many, up to this",
     )
     worker_batch: int | None = Field(
         default=None,

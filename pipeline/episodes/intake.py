@@ -86,9 +86,10 @@ def ingest(
         # any chunk is stored (and again, under the keys' locks, as each chunk is stored).
         store.run(lambda unit: _check_repeats(unit, [episode for _, episode in valid]))
         started = time.perf_counter()
-        chunk_size = store.settings.ingest_chunk
-        for start in range(0, len(valid), chunk_size):
-            chunk = valid[start : start + chunk_size]
+        settings = store.settings
+        first = settings.batch_for(model=settings.llm_configured)
+        for start, end in chunk_bounds(len(valid), first, settings.ingest_chunk):
+            chunk = valid[start:end]
             stored = store.run(partial(_store_chunk, chunk=chunk))
             try:
                 receipts = _hand_over(store, stored, report, llm)
@@ -106,6 +107,18 @@ def ingest(
             opened.set_attribute(names.SGAM_INVALID_COUNT, len(bad))
         _log_intake(valid, report, started)
     return report
+
+
+def chunk_bounds(count: int, first: int, largest: int) -> list[tuple[int, int]]:
+    """(start, end) of each transaction of an intake of `count` episodes: the first holds
+    `first` (a worker task's batch), each next twice the one before, up to `largest`
+    (SGAM_INGEST_CHUNK). The workers can start on nothing before a chunk is committed: with
+    1,000 in the first, a backlog of 5,882 waited 0.3 s for it, an eighth of its run."""
+    bounds, size, start = [], max(1, min(first, largest)), 0
+    while start < count:
+        bounds.append((start, min(count, start + size)))
+        start, size = start + size, min(largest, size * 2)
+    return bounds
 
 
 def _log_intake(valid: list[tuple[int, EpisodeIn]], report: IngestReport, started: float) -> None:
