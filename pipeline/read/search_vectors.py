@@ -13,7 +13,6 @@ logged and counted in the embedding spend.
 from __future__ import annotations
 
 import logging
-import operator
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,7 +22,6 @@ from pipeline.db.models import EpisodeRow, EpisodeVectorRow, FactRow, FactVector
 from pipeline.db.store import Store
 from pipeline.embedding.client import EmbeddingFailed, client_for
 from pipeline.embedding.spend import QUERY, record_spend
-from pipeline.embedding.vectors import decode
 
 log = logging.getLogger("sgam.search")
 
@@ -103,8 +101,20 @@ def episode_similarities(
 
 
 def _best(rows: Sequence[Any], vector: Sequence[float], limit: int) -> list[tuple[Any, float]]:
-    """The rows nearest the query; an unrelated one (cosine 0 or less) is not ranked."""
-    scored = [(key, sum(map(operator.mul, decode(stored), vector))) for key, stored in rows]
+    """The rows nearest the query; an unrelated one (cosine 0 or less) is not ranked.
+
+    The scope's vectors are scored as one matrix (numpy, imported only when the arm is on):
+    a dot product a row in Python took 12 ms for 600 rows of 768 dimensions, the matrix
+    product 0.7 (`bench/vector_scoring.py`). Widened to float64, so the scores are the sums
+    of the stored float32 values times the query's that the row-by-row code gave."""
+    if not rows:
+        return []
+    import numpy
+
+    # float32 in the machine's order, as `vectors.encode` packs them
+    stored = numpy.frombuffer(b"".join(blob for _, blob in rows), dtype=numpy.float32)
+    cosines = stored.reshape(len(rows), -1).astype(numpy.float64) @ numpy.asarray(vector)
+    scored = [(key, float(cosine)) for (key, _), cosine in zip(rows, cosines, strict=True)]
     scored = [(key, cosine) for key, cosine in scored if cosine > 0]
     scored.sort(key=lambda item: (-item[1], item[0]))
     return scored[:limit]
