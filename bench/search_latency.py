@@ -55,12 +55,10 @@ def run(
     data = json.loads(path.read_text(encoding="utf-8"))
     asked = [q["question"] for sample in data for q in sample["qa"]][:questions]
     every = [turn for sample in data for turn in _turns(sample)]
-    sized = {"some": every[:600], "all": every}
-    wanted = {"600": "some", "5882": "all"}
+    by_size = {"600": ("some", every[:600]), "5882": ("all", every)}
     figures: dict[str, Any] = {"backend": backend}
     with scratch_store(backend, postgres, CATALOG, **(embedding or {})) as store:
-        for subject in [wanted[scope] for scope in scopes]:
-            turns = sized[subject]
+        for subject, turns in [by_size[scope] for scope in scopes]:
             episodes = [
                 {
                     "tenant_id": "t",

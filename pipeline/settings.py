@@ -294,6 +294,12 @@ class Settings(BaseSettings):
             return self.worker_batch
         return MODEL_BATCH if model else RULES_BATCH
 
+    @property
+    def lane_batch(self) -> int:
+        """Episodes per worker task on the lane these settings choose (a model when one is
+        configured): what the intake sizes its wake-ups and its first transaction by."""
+        return self.batch_for(model=self.llm_configured)
+
     @field_validator("embedding_base_url")
     @classmethod
     def _embedding_url(cls, url: str | None) -> str | None:

@@ -56,9 +56,8 @@ def drive(store: Store, keys: Sequence[EpisodeKey], *, llm: LlmClient | None = N
     if broker is None:
         return Driven(outcomes=process_until_settled(store, keys, llm=llm))
     # The workers' lane is their settings' (the same as this process's, as deployed).
-    batch = settings.batch_for(model=settings.llm_configured)
     try:
-        return Driven(sent=send_extract(broker, keys, batch))
+        return Driven(sent=send_extract(broker, keys, settings.lane_batch))
     except StoreUnavailable:
         return Driven(broker_down=True)
 

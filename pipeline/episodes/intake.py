@@ -87,8 +87,7 @@ def ingest(
         store.run(lambda unit: _check_repeats(unit, [episode for _, episode in valid]))
         started = time.perf_counter()
         settings = store.settings
-        first = settings.batch_for(model=settings.llm_configured)
-        for start, end in chunk_bounds(len(valid), first, settings.ingest_chunk):
+        for start, end in chunk_bounds(len(valid), settings.lane_batch, settings.ingest_chunk):
             chunk = valid[start:end]
             stored = store.run(partial(_store_chunk, chunk=chunk))
             try:
