@@ -18,6 +18,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Select, and_, bindparam, select
 
+from pipeline.db.backends import BINARY_RESULTS
 from pipeline.db.models import EpisodeRow, EpisodeVectorRow, FactRow, FactVectorRow
 from pipeline.db.store import Store
 from pipeline.embedding.client import EmbeddingFailed, client_for
@@ -66,6 +67,7 @@ def fact_similarities(
         select(key, FactVectorRow.vector)
         .join(FactVectorRow, FactVectorRow.row_id == FactRow.row_id)
         .where(*conditions, FactVectorRow.model == bindparam("model"))
+        .execution_options(**{BINARY_RESULTS: True})
     )
     return _best(connection.execute(statement, params).all(), vector, limit)
 
@@ -86,6 +88,7 @@ def scope_vectors(key: Any, joined: Any, conditions: Sequence[Any]) -> Select[An
             )
         )
         .where(*conditions, vectors.model == bindparam("model"))
+        .execution_options(**{BINARY_RESULTS: True})
     )
 
 
@@ -105,15 +108,15 @@ def _best(rows: Sequence[Any], vector: Sequence[float], limit: int) -> list[tupl
 
     The scope's vectors are scored as one matrix (numpy, imported only when the arm is on):
     a dot product a row in Python took 12 ms for 600 rows of 768 dimensions, the matrix
-    product 0.7 (`bench/vector_scoring.py`). Widened to float64, so the scores are the sums
-    of the stored float32 values times the query's that the row-by-row code gave."""
+    product 0.7 (`bench/vector_scoring.py`). In float32, as stored: widening the scope to
+    float64 first took longer than the product, and moves a cosine by about 1e-7."""
     if not rows:
         return []
     import numpy
 
     # float32 in the machine's order, as `vectors.encode` packs them
     stored = numpy.frombuffer(b"".join(blob for _, blob in rows), dtype=numpy.float32)
-    cosines = stored.reshape(len(rows), -1).astype(numpy.float64) @ numpy.asarray(vector)
+    cosines = stored.reshape(len(rows), -1) @ numpy.asarray(vector, dtype=numpy.float32)
     scored = [(key, float(cosine)) for (key, _), cosine in zip(rows, cosines, strict=True)]
     scored = [(key, cosine) for key, cosine in scored if cosine > 0]
     scored.sort(key=lambda item: (-item[1], item[0]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,33 @@ def test_the_migrated_search_index_is_the_described_one(store: Store) -> None:
                 "facts_search",
                 "facts_search_terms",
             ]
+
+
+def test_the_vectors_stay_in_their_rows_on_postgres(store: Store) -> None:
+    """MAIN storage (migration 0011): a 768-dimension vector is read from its row, not TOAST."""
+    if not store.is_postgres:
+        pytest.skip("SQLite keeps a 3 KB value in its page")
+    with store.engine.begin() as connection:
+        storage = connection.execute(
+            text(
+                "SELECT attrelid::regclass::text, attstorage FROM pg_attribute"
+                " WHERE attname = 'vector' AND attrelid::regclass::text LIKE '%_vectors'"
+                " ORDER BY 1"
+            )
+        ).all()
+        assert storage == [("episode_vectors", "m"), ("fact_vectors", "m")]
+        connection.execute(
+            text(
+                "INSERT INTO episode_vectors (tenant_id, episode_id, subject, model, vector,"
+                " embedded_at) VALUES ('t', 'e1', 's', 'm', :vector, now())"
+            ),
+            {"vector": os.urandom(3072)},  # 768 float32 that do not compress
+        )
+        outside = connection.execute(
+            text(
+                "SELECT pg_relation_size(reltoastrelid) FROM pg_class"
+                " WHERE oid = 'episode_vectors'::regclass"
+            )
+        ).scalar_one()
+        connection.rollback()
+    assert outside == 0

@@ -4,4 +4,4 @@
 import at start-up; a test keeps it equal to Alembic's own head.
 """
 
-HEAD = "0010"
+HEAD = "0011"
