@@ -10,10 +10,21 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Float, Select, and_, bindparam, cast, func, select, true
+from sqlalchemy import (
+    Float,
+    Select,
+    Text,
+    and_,
+    bindparam,
+    cast,
+    func,
+    literal_column,
+    select,
+    true,
+)
 from sqlalchemy import column as sql_column
 from sqlalchemy import table as sql_table
-from sqlalchemy.dialects.postgresql import TSQUERY
+from sqlalchemy.dialects.postgresql import ARRAY, TSQUERY
 
 from pipeline.db import search_index
 from pipeline.db.models import EpisodeRow, FactRow
@@ -117,9 +128,17 @@ def fact_ranking(postgres: bool, known: bool, quarantined: bool) -> Select[Any]:
 
 def _postgres_hits(doc: Any, table: Any, conditions: Sequence[Any]) -> Select[Any]:
     """Each (document, term) of the scope that the query matches, with its frequency and the
-    document's length, from the generated tsvector's lexemes and positions."""
+    document's length, from the generated tsvector's lexemes and positions.
+
+    Only the query's lexemes are unnested: `setweight` marks them (the index stores none
+    weighted) and `ts_filter` keeps the marked ones, in C, where unnesting every lexeme of
+    each matching document and filtering the rows took a fifth of the ranking statement."""
     vector: Any = sql_column(_VECTOR)
-    lexemes = func.unnest(vector).table_valued("lexeme", "positions", name="t")
+    terms = bindparam("terms", type_=ARRAY(Text))
+    matched = func.ts_filter(
+        func.setweight(vector, literal_column("'A'"), terms), literal_column("'{a}'")
+    )
+    lexemes = func.unnest(matched).table_valued("lexeme", "positions", name="t")
     return (
         select(
             doc.label("doc"),
@@ -128,7 +147,7 @@ def _postgres_hits(doc: Any, table: Any, conditions: Sequence[Any]) -> Select[An
             func.length(vector).label("dl"),
         )
         .select_from(table.join(lexemes, true()))
-        .where(*conditions, vector.op("@@")(_TSQUERY), lexemes.c.lexeme.in_(_term_list()))
+        .where(*conditions, vector.op("@@")(_TSQUERY))
     )
 
 
