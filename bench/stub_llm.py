@@ -8,14 +8,14 @@ second's worth); `refuse_first` answers the first requests 429 whatever the budg
 It also answers `POST /v1/embeddings` with a toy embedding that is the same for the same text:
 each word but a few stop words, lowercased, a plural's `s` dropped and folded by a small
 synonym table (`CONCEPTS`: "automobile" is "car"), counted in one of `EMBEDDING_DIMENSIONS`
-dimensions by its hash, so texts that share words or synonyms are close. `embeddings_status`
-set answers every embeddings request with that HTTP status instead (a failing endpoint);
-`embeddings_held` set to an Event holds each answer until it is set (a slow endpoint);
-`embedding_requests` and `embedded_texts` count them. `GET /stub/stats` reports the
+dimensions (or `--embedding-dimensions`) by its hash, so texts that share words or synonyms are
+close. `embeddings_status` set answers every embeddings request with that HTTP status instead
+(a failing endpoint); `embeddings_held` set to an Event holds each answer until it is set (a
+slow endpoint); `embedding_requests` and `embedded_texts` count them. `GET /stub/stats` reports the
 counters; `POST /stub/config` changes the latency, the budget or the refusals, and zeroes the
 counters.
 
-    python bench/stub_llm.py --port 8199 --latency 0.4 [--rpm 600]
+    python bench/stub_llm.py --port 8199 --latency 0.4 [--rpm 600] [--embedding-dimensions 768]
 
 In a test, `with StubServer(latency_s=...) as stub:` serves it from a thread on a free port
 (`stub.base_url`); `stub.app.answer` may be set to a function of the request's JSON that
@@ -94,6 +94,7 @@ class StubApp:
     stats: Stats = field(default_factory=Stats)
     embeddings_status: int | None = None  # answer every embeddings request with this status
     embeddings_held: threading.Event | None = None  # embeddings answer once it is set
+    embedding_dimensions: int = EMBEDDING_DIMENSIONS  # e.g. 768, to time a real model's reads
     embedding_requests: int = 0
     embedded_texts: int = 0
     _tokens: float = 0.0
@@ -182,7 +183,11 @@ class StubApp:
         texts = request["input"] if isinstance(request["input"], list) else [request["input"]]
         self.embedded_texts += len(texts)
         data = [
-            {"object": "embedding", "index": index, "embedding": toy_embedding(text)}
+            {
+                "object": "embedding",
+                "index": index,
+                "embedding": toy_embedding(text, self.embedding_dimensions),
+            }
             for index, text in enumerate(texts)
         ]
         tokens = sum(len(_WORDS.findall(text.lower())) for text in texts)
@@ -204,16 +209,16 @@ _STOP = frozenset(
 )
 
 
-def toy_embedding(text: str) -> list[float]:
-    """A bag of folded words, hashed into EMBEDDING_DIMENSIONS counts (not normalised)."""
-    vector = [0.0] * EMBEDDING_DIMENSIONS
+def toy_embedding(text: str, dimensions: int = EMBEDDING_DIMENSIONS) -> list[float]:
+    """A bag of folded words, hashed into `dimensions` counts (not normalised)."""
+    vector = [0.0] * dimensions
     for word in _WORDS.findall(text.lower()):
         if word in _STOP:
             continue
         word = word[:-1] if len(word) > 3 and word.endswith("s") else word
         word = CONCEPTS.get(word, word)
         digest = hashlib.blake2b(word.encode(), digest_size=4).digest()
-        vector[int.from_bytes(digest, "big") % EMBEDDING_DIMENSIONS] += 1.0
+        vector[int.from_bytes(digest, "big") % dimensions] += 1.0
     return vector
 
 
@@ -320,8 +325,11 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8199)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before answering")
     parser.add_argument("--rpm", type=float, default=None, help="429 past this many a minute")
+    parser.add_argument(
+        "--embedding-dimensions", type=int, default=EMBEDDING_DIMENSIONS, help="per toy vector"
+    )
     args = parser.parse_args()
-    app = StubApp()
+    app = StubApp(embedding_dimensions=args.embedding_dimensions)
     app.configure(latency_s=args.latency, rpm=args.rpm)
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
 
