@@ -1,12 +1,21 @@
 """Client round trips and statements per operation: put and the plain INSERT (new key,
 supersede, with an idempotency key), a put_many chunk of 1,000 new keys and executemany of the
-same rows, get and the raw SELECT, counted from a libpq trace of separate, untimed connections.
+same rows, get and the raw SELECT, a `remember` (rules), a search of facts and episodes and
+an episode of the rules lane (an inline intake of a worker task's batch, per episode; with
+nothing extracted, and with one candidate each),
+counted from a libpq trace of separate, untimed connections.
+
+    .venv/bin/python bench/round_trips.py [--url URL]     # alone; bench/ledger.py runs it too
 
 A round trip is a request the client waits on (a simple Query, or an extended-protocol Sync);
-a statement is one the server runs (a simple Query, or an Execute)."""
+a statement is one the server runs (a simple Query, or an Execute). GET facts over HTTP is
+not counted here: its hot read runs `get` (`pipeline/api/hot_reads.py`), plus one Redis call
+for the rate limit."""
 
 from __future__ import annotations
 
+import argparse
+import os
 import re
 import tempfile
 from collections.abc import Callable
@@ -20,9 +29,13 @@ from scratch_databases import libpq_url
 from sqlalchemy import event
 from write_runs import WRITE_BASE, PutManyWrite, PutWrite, Write
 
+import pipeline
 from pipeline import Settings, Store, get, put
 
 CHUNK = 1000  # facts per put_many / executemany call counted
+LANE_BATCH = 128  # episodes per inline intake counted: a rules-lane worker task's batch
+DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/sgam_bench_round_trips"
+REMEMBERED = "Remember that my home city is Lisbon."  # one fact of the support catalogue
 
 
 class RoundTrips:
@@ -117,5 +130,77 @@ def count_round_trips(url: str) -> dict[str, tuple[float, float]]:
     )
     raw.close()
     conn.close()
+    figures |= _reads_and_episodes(store, trips)
     store.dispose()
     return figures
+
+
+def _reads_and_episodes(store: Store, trips: RoundTrips) -> dict[str, tuple[float, float]]:
+    """remember, search and the rules lane's episodes, on the same traced store."""
+    figures: dict[str, tuple[float, float]] = {}
+    at = WRITE_BASE.isoformat()
+    figures["remember (rules, one fact)"] = trips.per_call(
+        lambda i: pipeline.remember(
+            store,
+            {
+                "tenant_id": "bench-trips-remember",
+                "subject": f"s{i}",
+                "text": REMEMBERED,
+                "at": at,
+            },
+        )
+    )
+    search = {"tenant_id": "bench-trips-remember", "subject": "s1", "query": "home city Lisbon"}
+    figures["search (facts and episodes)"] = trips.per_call(
+        lambda _i: pipeline.search(store, search)
+    )
+
+    lanes = (("nothing extracted", "Turn {n} of the chat."), ("one candidate each", REMEMBERED))
+    for number, (what, text) in enumerate(lanes):
+
+        def intake(i: int, text: str = text, tenant: str = f"bench-trips-lane-{number}") -> None:
+            episodes = [
+                {
+                    "tenant_id": tenant,
+                    "subject": f"s{i}-{n % 8}",
+                    "session_id": f"session-{i}",
+                    "episode_id": f"e{i}-{n}",
+                    "occurred_at": at,
+                    "text": text.format(n=n),
+                }
+                for n in range(LANE_BATCH)
+            ]
+            report = pipeline.ingest(store, episodes)
+            assert {receipt.status for receipt in report.receipts} == {"done"}, report
+
+        requests, statements = trips.per_call(intake, times=3)
+        figures[f"rules-lane episode, {what} (per episode)"] = (
+            requests / LANE_BATCH,
+            statements / LANE_BATCH,
+        )
+    return figures
+
+
+def main() -> None:
+    from environment import use_support_catalog
+    from figures import print_table
+    from scratch_databases import drop, recreate
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", default=os.environ.get("SGAM_BENCH_URL", DEFAULT_URL))
+    options = parser.parse_args()
+    use_support_catalog()
+    recreate(options.url)
+    Store(Settings(database_url=options.url)).upgrade()
+    try:
+        trips = count_round_trips(options.url)
+    finally:
+        drop(options.url)
+    print_table(
+        ["operation", "round trips", "statements"],
+        [[name, f"{n:.1f}", f"{k:.1f}"] for name, (n, k) in trips.items()],
+    )
+
+
+if __name__ == "__main__":
+    main()
