@@ -2,8 +2,8 @@
 
 A 768-dimension vector is 3 KB of float32, past PostgreSQL's 2 KB threshold, so by default each
 went out of line: a search read a scope's 600 vectors as 600 TOAST fetches (6.3 ms median for
-the statement, 4.6 inline; HISTORY.md / bench/README.md "search_latency"). MAIN keeps a value in
-its row while the row fits a page (about 8 KB: up to 2,000 dimensions) and moves it out only
+the statement, 4.6 inline; bench/README.md, "`bench/search_latency.py`"). MAIN keeps a value in
+its row while the row fits a page (about 8 KB: some 2,000 dimensions) and moves it out only
 when it must. Existing vectors are stored again so that they move in too. SQLite keeps rows of
 this size in its page already: nothing to do there.
 
