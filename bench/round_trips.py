@@ -23,9 +23,11 @@ from datetime import timedelta
 from pathlib import Path
 
 import psycopg
+from environment import use_support_catalog
+from figures import print_table
 from plain_sql import EPISODE, RAW_CURRENT, WRITE_ATTRIBUTE, PlainWrite, raw_select
 from psycopg import pq
-from scratch_databases import libpq_url
+from scratch_databases import drop, libpq_url, recreate
 from sqlalchemy import event
 from write_runs import WRITE_BASE, PutManyWrite, PutWrite, Write
 
@@ -182,10 +184,6 @@ def _reads_and_episodes(store: Store, trips: RoundTrips) -> dict[str, tuple[floa
 
 
 def main() -> None:
-    from environment import use_support_catalog
-    from figures import print_table
-    from scratch_databases import drop, recreate
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", default=os.environ.get("SGAM_BENCH_URL", DEFAULT_URL))
     options = parser.parse_args()

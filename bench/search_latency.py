@@ -32,6 +32,7 @@ from search_runs import (
 )
 
 import pipeline
+from pipeline.db.store import Store
 from pipeline.embedding.vectors import fill_missing
 
 # The first searches of a scope build the statements and plan them (psycopg prepares them at
@@ -49,7 +50,7 @@ def _turns(sample: dict[str, Any]) -> list[str]:
     ]
 
 
-def _search(store: Any, subject: str, question: str, laps: list[float]) -> None:
+def _search(store: Store, subject: str, question: str, laps: list[float]) -> None:
     query = {"tenant_id": "t", "subject": subject, "query": question}
     timed(lambda: pipeline.search(store, query), laps)
 
