@@ -16,6 +16,7 @@ counters; `POST /stub/config` changes the latency, the budget or the refusals, a
 counters.
 
     python bench/stub_llm.py --port 8199 --latency 0.4 [--rpm 600] [--embedding-dimensions 768]
+        [--embedding-latency 0.02]
 
 In a test, `with StubServer(latency_s=...) as stub:` serves it from a thread on a free port
 (`stub.base_url`); `stub.app.answer` may be set to a function of the request's JSON that
@@ -95,6 +96,7 @@ class StubApp:
     embeddings_status: int | None = None  # answer every embeddings request with this status
     embeddings_held: threading.Event | None = None  # embeddings answer once it is set
     embedding_dimensions: int = EMBEDDING_DIMENSIONS  # e.g. 768, to time a real model's reads
+    embedding_latency_s: float = 0.0  # before each embeddings answer (a remote model's wait)
     embedding_requests: int = 0
     embedded_texts: int = 0
     _tokens: float = 0.0
@@ -176,6 +178,8 @@ class StubApp:
         self.embedding_requests += 1
         while self.embeddings_held is not None and not self.embeddings_held.is_set():
             await asyncio.sleep(0.02)
+        if self.embedding_latency_s:
+            await asyncio.sleep(self.embedding_latency_s)
         if self.embeddings_status is not None:
             message = {"error": {"message": f"stub embeddings answer {self.embeddings_status}"}}
             await _reply(send, self.embeddings_status, message)
@@ -328,8 +332,13 @@ def main() -> None:
     parser.add_argument(
         "--embedding-dimensions", type=int, default=EMBEDDING_DIMENSIONS, help="per toy vector"
     )
+    parser.add_argument(
+        "--embedding-latency", type=float, default=0.0, help="seconds before an embeddings answer"
+    )
     args = parser.parse_args()
-    app = StubApp(embedding_dimensions=args.embedding_dimensions)
+    app = StubApp(
+        embedding_dimensions=args.embedding_dimensions, embedding_latency_s=args.embedding_latency
+    )
     app.configure(latency_s=args.latency, rpm=args.rpm)
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
 

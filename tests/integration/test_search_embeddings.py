@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select, text
+from sqlalchemy import event, func, select, text
 
 import pipeline
 from pipeline import open_store
@@ -201,6 +201,38 @@ def test_context_with_episodes_embeds_its_query_once(embedding: Store, endpoint:
     assert endpoint.embedding_requests == 1
     assert [said.text.split(": ", 1)[1][:6] for said in found.episodes][0] == "My car"
     assert [item.value for item in found.items] == ["Initech"]
+
+
+def test_the_lexical_ranking_runs_while_the_query_is_being_embedded(
+    embedding: Store, endpoint: Any
+) -> None:
+    _episodes(embedding)
+    assert flush()
+    endpoint.embeddings_held = threading.Event()  # the endpoint answers when the test says
+    ranked_while_held = []
+
+    def release(connection: Any, cursor: Any, statement: str, *_: Any) -> None:
+        # The episodes' ranking names its BM25 scope; the query's request, on its way or at
+        # the endpoint, is unanswered.
+        if "WITH scope" not in statement:
+            return
+        _until(lambda: endpoint.embedding_requests == 1, "the query's embedding request")
+        if not endpoint.embeddings_held.is_set():
+            ranked_while_held.append(statement)
+            endpoint.embeddings_held.set()
+
+    event.listen(embedding.engine, "before_cursor_execute", release)
+    endpoint.embedding_requests = 0
+    unheld = threading.Timer(10, endpoint.embeddings_held.set)  # were it asked first: no hang
+    unheld.start()
+    try:
+        found = _search(embedding, "automobile highway")
+    finally:
+        unheld.cancel()
+        event.remove(embedding.engine, "before_cursor_execute", release)
+    assert ranked_while_held, "the ranking waited for the query's vector"
+    assert found.vectors is VectorArm.FUSED
+    assert found.episodes[0].snippet.startswith("My car")
 
 
 def test_hidden_facts_never_surface_through_the_vector_arm(embedding: Store) -> None:
