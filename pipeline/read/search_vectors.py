@@ -32,7 +32,9 @@ from pipeline.embedding.spend import QUERY, record_spend
 log = logging.getLogger("sgam.search")
 
 RRF_K = 60
-QUERY_THREADS = 8  # a process's query embeddings in flight at once; more wait their turn
+# A process's query embeddings in flight at once: more than the 40 threads a server answers
+# requests on (anyio's), so that no search waits for another's call; threads start as needed.
+QUERY_THREADS = 64
 
 _pools: dict[int, ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
