@@ -19,7 +19,7 @@ fused by reciprocal rank with a cosine ranking over the same filtered scope
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -54,10 +54,8 @@ class SearchQuery(SubjectQuery):
     include_quarantined: bool = False
 
 
-# The query's vector for the embedding arm and what the answer says of the arm (`_arm`),
-# and how a read waits for them.
+# The query's vector for the embedding arm and what the answer says of the arm (`_arm`).
 Embedded = tuple[list[float] | None, VectorArm | None]
-Pending = Callable[[], Embedded]
 
 
 def search(
@@ -92,25 +90,22 @@ def relevance(store: Store, query: SearchQuery | Mapping[str, Any]) -> Relevance
         return Relevance()
     postgres, params = store.is_postgres, _params(store, query, RELEVANCE_LIMIT)
     known, quarantined = query.known_at is not None, query.include_quarantined
-    pending = _arm(store, query)
+    embedded = _arm(store, query)
+    vector = embedded[0]
     with store.reading() as connection:
         if not _with_terms(connection, params, words, postgres):
             return Relevance()
         facts = connection.execute(statements.fact_scores(postgres, known, quarantined), params)
         beside = connection.execute(statements.beside_scores(postgres, known, quarantined), params)
-        facts_scored = {fact_id: float(score) for fact_id, score in facts}
-        beside_scored = {episode_id: float(near) for episode_id, near in beside}
         similar = []
-        embedded = pending()
-        vector = embedded[0]
         if vector is not None:
             conditions = visible("get", known, quarantined)
             similar = vectors.fact_similarities(
                 connection, conditions, params, vector, RELEVANCE_LIMIT, key=FactRow.fact_id
             )
         return Relevance(
-            facts=facts_scored,
-            beside=beside_scored,
+            facts={fact_id: float(score) for fact_id, score in facts},
+            beside={episode_id: float(near) for episode_id, near in beside},
             similar=dict(similar),
             embedded=embedded,
         )
@@ -128,19 +123,13 @@ def _params(store: Store, query: SearchQuery, limit: int) -> dict[str, Any]:
     }
 
 
-def _arm(store: Store, query: SearchQuery) -> Pending:
-    """The query's vector for the embedding arm (`search_vectors`), asked of the endpoint as
-    the read begins and waited for once a lexical ranking is done, and what the answer says
+def _arm(store: Store, query: SearchQuery) -> Embedded:
+    """The query's vector for the embedding arm (`search_vectors`), and what the answer says
     of the arm: None when it is off, FAILED when the query could not be embedded."""
     if not store.settings.embedding_configured:
-        return lambda: (None, None)
-    wait = vectors.query_vector_later(store, query.tenant_id, query.query)
-
-    def embedded() -> Embedded:
-        vector = wait()
-        return vector, VectorArm.FAILED if vector is None else VectorArm.FUSED
-
-    return embedded
+        return None, None
+    vector = vectors.query_vector(store, query.tenant_id, query.query)
+    return vector, VectorArm.FAILED if vector is None else VectorArm.FUSED
 
 
 def _with_terms(
@@ -156,23 +145,22 @@ def _search(store: Store, query: SearchQuery, embedded: Embedded | None) -> Sear
     words = query_words(store.catalog, query.query)
     if not words:
         return SearchResult(query=query.query)
-    pending = _arm(store, query) if embedded is None else lambda: embedded
+    vector, arm = _arm(store, query) if embedded is None else embedded
     params, postgres = _params(store, query, query.limit), store.is_postgres
     with store.reading() as connection:
         if not _with_terms(connection, params, words, postgres):
             return SearchResult(query=query.query)
-        # the episodes' ranking is the longer: the query's vector is awaited after it
-        episodes = (
-            _episodes(connection, query, params, postgres, words, pending)
-            if SearchKind.EPISODES in query.kinds
-            else []
-        )
         facts = (
-            _facts(connection, query, params, postgres, pending)
+            _facts(connection, query, params, postgres, vector)
             if SearchKind.FACTS in query.kinds
             else []
         )
-    return SearchResult(query=query.query, facts=facts, episodes=episodes, vectors=pending()[1])
+        episodes = (
+            _episodes(connection, query, params, postgres, words, vector)
+            if SearchKind.EPISODES in query.kinds
+            else []
+        )
+    return SearchResult(query=query.query, facts=facts, episodes=episodes, vectors=arm)
 
 
 # -- facts ---------------------------------------------------------------------------------
@@ -183,13 +171,12 @@ def _facts(
     query: SearchQuery,
     params: dict[str, Any],
     postgres: bool,
-    pending: Pending,
+    vector: list[float] | None,
 ) -> list[FoundFact]:
     known, quarantined = query.known_at is not None, query.include_quarantined
     ranked: Sequence[Any] = connection.execute(
         statements.fact_ranking(postgres, known, quarantined), params
     ).all()
-    vector = pending()[0]
     if vector is not None:
         conditions = visible("get", known, quarantined)
         similar = vectors.fact_similarities(connection, conditions, params, vector, params["limit"])
@@ -216,12 +203,11 @@ def _episodes(
     params: dict[str, Any],
     postgres: bool,
     words: Sequence[str],
-    pending: Pending,
+    vector: list[float] | None,
 ) -> list[FoundEpisode]:
     known, quarantined = query.known_at is not None, query.include_quarantined
     ranking, fetch, similar = statements.episode_statements(postgres, known, quarantined)
     ranked_rows = connection.execute(ranking, params).all()
-    vector = pending()[0]
     scores = {row.doc: float(row.score) for row in ranked_rows}
     weights = {row.doc: _weights(row.weights) for row in ranked_rows}
     close = []

@@ -1,7 +1,6 @@
 """The search read's embedding arm: cosine similarity inside the filtered scope, fused with BM25.
 
-With SGAM_EMBEDDING_MODEL set, the query is embedded once per search (`query_vector`), on a
-thread of the process's own while the lexical ranking runs (`query_vector_later`); each
+With SGAM_EMBEDDING_MODEL set, the query is embedded once per search (`query_vector`); each
 kind's vectors are read with exactly the lexical statement's hard filters (the caller passes
 them: `get`'s predicates for facts, the episode rules for episodes) and the vectors of the
 current model only, and scored by a dot product (every stored vector has unit length). No
@@ -13,12 +12,8 @@ logged and counted in the embedding spend.
 
 from __future__ import annotations
 
-import contextvars
 import logging
-import os
-import threading
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Select, and_, bindparam, select
@@ -32,31 +27,6 @@ from pipeline.embedding.spend import QUERY, record_spend
 log = logging.getLogger("sgam.search")
 
 RRF_K = 60
-# A process's query embeddings in flight at once: more than the 40 threads a server answers
-# requests on (anyio's), so that no search waits for another's call; threads start as needed.
-QUERY_THREADS = 64
-
-_pools: dict[int, ThreadPoolExecutor] = {}
-_pools_lock = threading.Lock()
-
-
-def query_vector_later(store: Store, tenant_id: str, text: str) -> Callable[[], list[float] | None]:
-    """`query_vector` asked now on a thread, and how to wait for it: the endpoint's wait (and
-    the spend's commit) overlap the lexical ranking instead of coming before it. The thread
-    runs in the caller's context (its span and log fields)."""
-    context = contextvars.copy_context()
-    future = _query_pool().submit(context.run, query_vector, store, tenant_id, text)
-    return future.result
-
-
-def _query_pool() -> ThreadPoolExecutor:
-    """This process's pool for query embeddings (a forked child builds its own)."""
-    pid = os.getpid()
-    with _pools_lock:
-        pool = _pools.get(pid)
-        if pool is None:
-            pool = _pools[pid] = ThreadPoolExecutor(QUERY_THREADS, thread_name_prefix="sgam-query")
-        return pool
 
 
 def query_vector(store: Store, tenant_id: str, text: str) -> list[float] | None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import event, func, select, text
+from sqlalchemy import func, select, text
 
 import pipeline
 from pipeline import open_store
@@ -203,36 +203,31 @@ def test_context_with_episodes_embeds_its_query_once(embedding: Store, endpoint:
     assert [item.value for item in found.items] == ["Initech"]
 
 
-def test_the_lexical_ranking_runs_while_the_query_is_being_embedded(
+def test_searches_waiting_for_their_query_vectors_hold_no_connection(
     embedding: Store, endpoint: Any
 ) -> None:
     _episodes(embedding)
     assert flush()
-    endpoint.embeddings_held = threading.Event()  # the endpoint answers when the test says
-    ranked_while_held = []
-
-    def release(connection: Any, cursor: Any, statement: str, *_: Any) -> None:
-        # The episodes' ranking names its BM25 scope; the query's request, on its way or at
-        # the endpoint, is unanswered.
-        if "WITH scope" not in statement:
-            return
-        _until(lambda: endpoint.embedding_requests == 1, "the query's embedding request")
-        if not endpoint.embeddings_held.is_set():
-            ranked_while_held.append(statement)
-            endpoint.embeddings_held.set()
-
-    event.listen(embedding.engine, "before_cursor_execute", release)
+    endpoint.embeddings_held = threading.Event()
     endpoint.embedding_requests = 0
-    unheld = threading.Timer(10, endpoint.embeddings_held.set)  # were it asked first: no hang
-    unheld.start()
+    answers: list[SearchResult] = []
+    searches = [
+        threading.Thread(target=lambda: answers.append(_search(embedding, "automobile")))
+        for _ in range(24)  # more than the store's pool has connections (10 or 15)
+    ]
     try:
-        found = _search(embedding, "automobile highway")
+        for search in searches:
+            search.start()
+        # Every query is at the endpoint together: a search waiting for its vector has not
+        # opened its read yet.
+        _until(lambda: endpoint.embedding_requests == 24, "24 query embeddings in flight")
+        with embedding.reading() as connection:  # the pool is not exhausted meanwhile
+            assert connection.execute(text("SELECT 1")).scalar_one() == 1
     finally:
-        unheld.cancel()
-        event.remove(embedding.engine, "before_cursor_execute", release)
-    assert ranked_while_held, "the ranking waited for the query's vector"
-    assert found.vectors is VectorArm.FUSED
-    assert found.episodes[0].snippet.startswith("My car")
+        endpoint.embeddings_held.set()
+        for search in searches:
+            search.join(timeout=30)
+    assert [answer.vectors for answer in answers] == [VectorArm.FUSED] * 24
 
 
 def test_hidden_facts_never_surface_through_the_vector_arm(embedding: Store) -> None:
