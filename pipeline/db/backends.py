@@ -7,7 +7,9 @@ the key's rows only after it holds the lock, so concurrent writers behave as if 
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import threading
 from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
@@ -58,6 +60,9 @@ class Backend(Protocol):
         self, connection: Connection, names: Sequence[LockName], shared: Sequence[LockName]
     ) -> None:
         """Hold locks on logical names until the transaction ends."""
+
+    def writers(self, url: str) -> Writers | None:
+        """A lock this process's writers take before their transaction, or None."""
 
     def failure(self, error: DBAPIError) -> Failure | None:
         """What `error` means, or None for a failed statement (a bug or a violated rule)."""
@@ -125,6 +130,10 @@ class Postgres:
         if names or shared:
             connection.exec_driver_sql(LOCK_ALL_SQL, lock_params(names, shared))
 
+    def writers(self, url: str) -> Writers | None:
+        """None: PostgreSQL's writers wait on the row and advisory locks they need only."""
+        return None
+
     def failure(self, error: DBAPIError) -> Failure | None:
         import psycopg  # the driver is loaded already when a Postgres error exists
 
@@ -175,6 +184,32 @@ class Postgres:
             connection.execute(text("CHECKPOINT"))
 
 
+class Writers:
+    """The lock of one SQLite file's writers in this process (`Sqlite.writers`), looked up
+    at each turn: a child forked while a thread of its parent wrote gets fresh locks, not a
+    copy of one held forever."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def lock(self) -> threading.Lock:
+        with _writers_lock:
+            return _writers.setdefault(self.path, threading.Lock())
+
+
+_writers: dict[str, threading.Lock] = {}
+_writers_lock = threading.Lock()
+
+
+def _fresh_writers() -> None:
+    global _writers_lock
+    _writers.clear()
+    _writers_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_fresh_writers)
+
+
 class Sqlite:
     name = "sqlite"
 
@@ -201,6 +236,18 @@ class Sqlite:
         self, connection: Connection, names: Sequence[LockName], shared: Sequence[LockName]
     ) -> None:
         """Nothing to do: a SQLite writer already holds the database-wide write lock."""
+
+    def writers(self, url: str) -> Writers | None:
+        """The lock this process's writers of the database file take before BEGIN IMMEDIATE
+        (`Store.begin`): SQLite admits one writer at a time, and one that finds the file
+        locked polls it, sleeping up to 100 ms a turn, so threads writing at once waited out
+        each other's sleeps (24 puts at once took ten times as long as one after another).
+        Queued on this lock, the next writer starts as soon as the last one commits. Other
+        processes still meet at the file lock."""
+        database = make_url(url).database
+        if not database or database == ":memory:":
+            return None
+        return Writers(str(Path(database).resolve()))
 
     def failure(self, error: DBAPIError) -> Failure | None:
         code = _sqlite_code(error)

@@ -80,6 +80,7 @@ class Store:
         self.backend = backend_for(settings.database_url)
         self.engine = self.backend.create_engine(settings.database_url, settings)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._writers = self.backend.writers(settings.database_url)
         # A read is one SELECT: on Postgres it needs no BEGIN/COMMIT round trips around it.
         autocommit = {"isolation_level": "AUTOCOMMIT"} if self.is_postgres else {}
         self._reader = self.engine.execution_options(sgam_read_only=True, **autocommit)
@@ -132,12 +133,27 @@ class Store:
     def begin(self) -> Iterator[Unit]:
         """One transaction: committed when the block ends, rolled back when it raises; once it
         committed, the after-commit hooks run with what it wrote."""
-        with self._reachable(), self._sessions() as session:
+        with self._reachable(), self._one_writer(), self._sessions() as session:
             unit = Unit(session, self.catalog, self.clock, self.settings, self.backend)
             session.info[WRITTEN] = unit.written
             with session.begin():
                 yield unit
         self._committed(unit.written)
+
+    @contextmanager
+    def _one_writer(self) -> Iterator[None]:
+        """This process's turn to write, where the backend has one writer at a time (SQLite,
+        `Sqlite.writers`): waited for as long as the file's own lock is, then StoreBusy."""
+        if self._writers is None:
+            yield
+            return
+        turn = self._writers.lock()
+        if not turn.acquire(timeout=self.settings.lock_timeout_ms / 1000):
+            raise StoreBusy("the database is busy (a lock is held); retry later")
+        try:
+            yield
+        finally:
+            turn.release()
 
     def _committed(self, written: Written) -> None:
         if not written:

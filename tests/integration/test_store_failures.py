@@ -6,7 +6,8 @@ import os
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -163,3 +164,80 @@ def test_a_missing_role_or_database_is_a_configuration_error(url: str, problem: 
     done = _sgam(url, "get", "--tenant=acme", "--subject=mira")
     _assert_one_clean_line(done, 2, "sgam: SGAM_DATABASE_URL: ")
     assert problem in done.stderr
+
+
+def _put(store: Store, subject: str) -> None:
+    pipeline.put(
+        store,
+        {
+            "tenant_id": "acme",
+            "subject": subject,
+            "attribute": "home_city",
+            "value": "Utrecht",
+            "valid_from": "2026-06-01T00:00:00Z",
+            "source_episode_id": "e1",
+        },
+    )
+
+
+def test_a_sqlite_writer_of_this_process_waits_its_turn_then_is_busy(tmp_path: Path) -> None:
+    """Threads of one process queue for the file's writer turn (`Sqlite.writers`): one
+    waits as long as SGAM_LOCK_TIMEOUT_MS, then it is StoreBusy, as at the file's lock."""
+    url = f"sqlite:///{tmp_path / 'turns.sqlite3'}"
+    store = open_store(Settings(database_url=url, lock_timeout_ms=200, write_retries=1))
+    try:
+        with store.begin():  # this thread's transaction holds the turn
+            waiting: list[BaseException] = []
+            other = threading.Thread(target=lambda: _catch(lambda: _put(store, "mira"), waiting))
+            other.start()
+            other.join(timeout=30)
+        assert [type(error) for error in waiting] == [StoreBusy]
+        # Its turn come, every writer of many threads at once gets through.
+        writers = [threading.Thread(target=_put, args=(store, f"s{n}")) for n in range(16)]
+        for writer in writers:
+            writer.start()
+        for writer in writers:
+            writer.join(timeout=60)
+        assert len(pipeline.get(store, {"tenant_id": "acme", "subject": "s15"})) == 1
+    finally:
+        store.dispose()
+
+
+def _catch(work: Callable[[], object], caught: list[BaseException]) -> None:
+    try:
+        work()
+    except BaseException as error:
+        caught.append(error)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork only")
+def test_a_child_forked_while_a_thread_writes_can_write(tmp_path: Path) -> None:
+    """A worker pool forks its children from a process whose threads may be writing: the
+    child's writers take fresh turns, not a copy of one its parent's thread held."""
+    url = f"sqlite:///{tmp_path / 'fork.sqlite3'}"
+    store = open_store(Settings(database_url=url, lock_timeout_ms=2_000, write_retries=1))
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with store.begin():
+            holding.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert holding.wait(30)
+    pid = os.fork()
+    if pid == 0:  # the child: its parent's transaction is not its own; it waits for the file
+        code = 1
+        try:
+            child = open_store(Settings(database_url=url, lock_timeout_ms=20_000))
+            _put(child, "forked")
+            code = 0
+        finally:
+            os._exit(code)
+    release.set()  # the parent's writer ends; the child gets the file's lock
+    holder.join(timeout=30)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert len(pipeline.get(store, {"tenant_id": "acme", "subject": "forked"})) == 1
+    store.dispose()
