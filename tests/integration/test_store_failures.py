@@ -19,6 +19,7 @@ from pipeline.cli import run
 from pipeline.db.store import Store, open_store
 from pipeline.errors import RetryableError, StoreBusy, StoreUnavailable
 from pipeline.settings import Settings
+from tests.factories import put_fact
 
 SGAM = os.path.join(os.path.dirname(sys.executable), "sgam")
 NO_SERVER = "postgresql+psycopg://postgres@127.0.0.1:9/sgam"  # the discard port: nothing listens
@@ -167,17 +168,7 @@ def test_a_missing_role_or_database_is_a_configuration_error(url: str, problem: 
 
 
 def _put(store: Store, subject: str) -> None:
-    pipeline.put(
-        store,
-        {
-            "tenant_id": "acme",
-            "subject": subject,
-            "attribute": "home_city",
-            "value": "Utrecht",
-            "valid_from": "2026-06-01T00:00:00Z",
-            "source_episode_id": "e1",
-        },
-    )
+    put_fact(store, tenant_id="acme", subject=subject)
 
 
 def test_a_sqlite_writer_of_this_process_waits_its_turn_then_is_busy(tmp_path: Path) -> None:
