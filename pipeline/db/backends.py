@@ -241,7 +241,8 @@ class Sqlite:
         """The lock this process's writers of the database file take before BEGIN IMMEDIATE
         (`Store.begin`): SQLite admits one writer at a time, and one that finds the file
         locked polls it, sleeping up to 100 ms a turn, so threads writing at once waited out
-        each other's sleeps (24 puts at once took ten times as long as one after another).
+        each other's sleeps (24 puts at once took about three times as long as one after
+        another, `bench/sqlite_writers.py`).
         Queued on this lock, the next writer starts as soon as the last one commits. Other
         processes still meet at the file lock."""
         database = make_url(url).database

@@ -51,6 +51,10 @@ def _alembic_config() -> Config:
     return config
 
 
+# A writer that waited its whole lock timeout, at the file's lock or at this process's turn.
+BUSY = "the database is busy (a lock is held); retry later"
+
+
 class Store:
     """One database and the catalogue that governs it. Build it once at the edge (CLI, worker,
     test) and pass it to each stage.
@@ -149,7 +153,7 @@ class Store:
             return
         turn = self._writers.lock()
         if not turn.acquire(timeout=self.settings.lock_timeout_ms / 1000):
-            raise StoreBusy("the database is busy (a lock is held); retry later")
+            raise StoreBusy(BUSY)
         try:
             yield
         finally:
@@ -235,7 +239,7 @@ class Store:
             if failure is Failure.MISCONFIGURED:
                 raise SettingError("SGAM_DATABASE_URL", _first_line(error)) from error
             if failure is Failure.BUSY:
-                raise StoreBusy("the database is busy (a lock is held); retry later") from error
+                raise StoreBusy(BUSY) from error
             raise
 
 
